@@ -1,0 +1,361 @@
+package nvml
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Process list kinds, in the bit order used by the kinds bitmask.
+const (
+	KindCompute  = "compute"
+	KindGraphics = "graphics"
+	KindMPS      = "mps"
+)
+
+var kindNames = [3]string{KindCompute, KindGraphics, KindMPS}
+
+// notAvailable is NVML_VALUE_NOT_AVAILABLE as it arrives in an unsigned field.
+const notAvailable = math.MaxUint64
+
+// deviceState is what the poller remembers about one NVML index between polls.
+// Identity (handle, UUID, name, bus id) does not change while NVML stays initialised,
+// so it is read once instead of three extra NVML calls per GPU per tick. What a GPU does
+// not support is also remembered: NOT_SUPPORTED is a property of the GPU, not an event,
+// so it is counted once and the call is not repeated.
+type deviceState struct {
+	handle gonvml.Device
+	uuid   string
+	name   string
+	busID  string
+	known  bool // identity fully read
+
+	noMemoryV2 bool
+	noBAR1     bool
+	noMIG      bool
+	noList     [3]bool // per process list kind
+
+	migs []deviceState // per MIG slot; handle and ids refreshed every poll
+	gi   int
+	ci   int
+}
+
+// procScratch is reused across polls to merge one device's three process lists.
+type procScratch struct {
+	index map[uint32]int
+	accs  []procAcc
+}
+
+type procAcc struct {
+	pid   uint32
+	used  uint64
+	kinds uint8
+}
+
+// pollLocked reads every device once. It returns a non-nil error when the driver is
+// gone and Run must re-initialise.
+func (p *Poller) pollLocked() (*Snapshot, error) {
+	start := p.clock.Now()
+	s := &Snapshot{Time: start}
+	if !p.up || p.lost {
+		s.Errors = p.errorsLocked()
+		return s, nil
+	}
+	s.DriverVersion, s.NVMLVersion = p.driverVersion, p.nvmlVersion
+
+	n, ret := p.lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		p.countLocked(CallDeviceGetCount, ret)
+		s.Errors = p.errorsLocked()
+		s.PollDuration = p.clock.Now().Sub(start)
+		if driverGone(ret) {
+			p.lost = true
+			return s, &CallError{Call: CallDeviceGetCount, Return: ret}
+		}
+		return s, nil
+	}
+	if n != len(p.devices) {
+		// A GPU appeared or vanished: indices may have shifted, forget everything.
+		p.devices = make([]deviceState, n)
+	}
+
+	gpus := make([]GPU, 0, n)
+	procs := make([]Process, 0, p.lastProcs)
+	for i := range p.devices {
+		gpus, procs = p.pollDevice(i, &p.devices[i], gpus, procs)
+	}
+	slices.SortFunc(gpus, func(a, b GPU) int {
+		return cmp.Or(cmp.Compare(a.Index, b.Index), strings.Compare(a.UUID, b.UUID))
+	})
+	slices.SortFunc(procs, func(a, b Process) int {
+		return cmp.Or(strings.Compare(a.UUID, b.UUID), cmp.Compare(a.PID, b.PID))
+	})
+	p.lastProcs = len(procs)
+
+	s.Up = true
+	s.GPUs = gpus
+	s.Processes = procs
+	s.Errors = p.errorsLocked()
+	s.PollDuration = p.clock.Now().Sub(start)
+	return s, nil
+}
+
+// identify reads a physical GPU's identity. A GPU without a UUID cannot be joined with
+// anything, so it is skipped for this poll; a missing name or bus id is tolerated.
+func (p *Poller) identify(index int, d *deviceState) bool {
+	if d.known {
+		return true
+	}
+	h, ret := p.lib.DeviceGetHandleByIndex(index)
+	if ret != gonvml.SUCCESS {
+		p.countLocked(CallDeviceGetHandleByIndex, ret)
+		return false
+	}
+	uuid, ret := h.GetUUID()
+	if ret != gonvml.SUCCESS {
+		p.countLocked(CallGetUUID, ret)
+		return false
+	}
+	complete := true
+	name, ret := h.GetName()
+	if ret != gonvml.SUCCESS {
+		p.countLocked(CallGetName, ret)
+		complete = false
+	}
+	busID := ""
+	if pci, ret := h.GetPciInfo(); ret == gonvml.SUCCESS {
+		busID = cString(pci.BusId[:])
+	} else {
+		p.countLocked(CallGetPciInfo, ret)
+		complete = false
+	}
+	*d = deviceState{handle: h, uuid: uuid, name: name, busID: busID, known: complete}
+	return true
+}
+
+func (p *Poller) pollDevice(index int, d *deviceState, gpus []GPU, procs []Process) ([]GPU, []Process) {
+	if !p.identify(index, d) {
+		return gpus, procs
+	}
+	g := GPU{
+		Index: index, UUID: d.uuid, Name: d.name, PCIBusID: d.busID,
+		GPUInstanceID: -1, ComputeInstanceID: -1,
+	}
+	if !p.readMemory(d, &g) {
+		return gpus, procs
+	}
+	if !d.noBAR1 {
+		bar1, ret := d.handle.GetBAR1MemoryInfo()
+		switch ret {
+		case gonvml.SUCCESS:
+			g.BAR1Valid, g.BAR1TotalBytes, g.BAR1UsedBytes = true, bar1.Bar1Total, bar1.Bar1Used
+		case gonvml.ERROR_NOT_SUPPORTED:
+			d.noBAR1 = true
+			p.countLocked(CallGetBAR1MemoryInfo, ret)
+		default:
+			p.countLocked(CallGetBAR1MemoryInfo, ret)
+		}
+	}
+	g.MIGEnabled = p.migEnabled(d)
+	gpus = append(gpus, g)
+	if !g.MIGEnabled {
+		return gpus, p.readProcesses(d, g.UUID, procs)
+	}
+	// In MIG mode the parent's process lists are an aggregate that needs extra
+	// privileges; each process is read from its MIG device instead, so it is attributed
+	// to the MIG UUID and never counted twice.
+	return p.pollMIG(d, g, gpus, procs)
+}
+
+// readMemory fills the memory fields; false means the GPU's memory could not be read at
+// all and the GPU is left out of the snapshot.
+func (p *Poller) readMemory(d *deviceState, g *GPU) bool {
+	if p.syms.memoryV2 && !d.noMemoryV2 {
+		m, ret := d.handle.GetMemoryInfo_v2()
+		switch ret {
+		case gonvml.SUCCESS:
+			g.MemoryAPI = MemoryAPIv2
+			g.TotalBytes, g.UsedBytes, g.FreeBytes, g.DriverReservedBytes = m.Total, m.Used, m.Free, m.Reserved
+			return true
+		case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_FUNCTION_NOT_FOUND:
+			// The symbol exists but this GPU or driver branch does not implement it:
+			// fall back to v1 for good.
+			d.noMemoryV2 = true
+			p.countLocked(CallGetMemoryInfoV2, ret)
+		default:
+			p.countLocked(CallGetMemoryInfoV2, ret)
+			return false
+		}
+	}
+	return p.readMemoryV1(d.handle, g)
+}
+
+func (p *Poller) readMemoryV1(h gonvml.Device, g *GPU) bool {
+	m, ret := h.GetMemoryInfo()
+	if ret != gonvml.SUCCESS {
+		p.countLocked(CallGetMemoryInfo, ret)
+		return false
+	}
+	g.MemoryAPI = MemoryAPIv1
+	g.TotalBytes, g.UsedBytes, g.FreeBytes = m.Total, m.Used, m.Free
+	return true
+}
+
+func (p *Poller) migEnabled(d *deviceState) bool {
+	if !p.syms.mig || d.noMIG {
+		return false
+	}
+	current, _, ret := d.handle.GetMigMode()
+	switch ret {
+	case gonvml.SUCCESS:
+		return current == gonvml.DEVICE_MIG_ENABLE
+	case gonvml.ERROR_NOT_SUPPORTED:
+		// Not a MIG-capable GPU: expected, not an error worth a counter.
+		d.noMIG = true
+	default:
+		p.countLocked(CallGetMigMode, ret)
+	}
+	return false
+}
+
+// pollMIG appends one GPU entry (and its processes) per MIG device of parent. MIG
+// devices come and go at runtime, so the slots are walked on every poll.
+func (p *Poller) pollMIG(d *deviceState, parent GPU, gpus []GPU, procs []Process) ([]GPU, []Process) {
+	max, ret := d.handle.GetMaxMigDeviceCount()
+	if ret != gonvml.SUCCESS {
+		p.countLocked(CallGetMaxMigDeviceCount, ret)
+		return gpus, procs
+	}
+	if len(d.migs) != max {
+		d.migs = make([]deviceState, max)
+	}
+	for slot := range d.migs {
+		m := &d.migs[slot]
+		h, ret := d.handle.GetMigDeviceHandleByIndex(slot)
+		if ret == gonvml.ERROR_NOT_FOUND {
+			*m = deviceState{} // an empty slot, the normal case
+			continue
+		}
+		if ret != gonvml.SUCCESS {
+			p.countLocked(CallGetMigDeviceHandleByIndex, ret)
+			continue
+		}
+		uuid, ret := h.GetUUID()
+		if ret != gonvml.SUCCESS {
+			p.countLocked(CallGetUUID, ret)
+			continue
+		}
+		if uuid != m.uuid || !m.known {
+			// A new instance in this slot: read what does not change while it lives.
+			*m = deviceState{uuid: uuid, gi: -1, ci: -1}
+			m.known = true
+			if name, ret := h.GetName(); ret == gonvml.SUCCESS {
+				m.name = name
+			} else {
+				p.countLocked(CallGetName, ret)
+				m.known = false
+			}
+			if id, ret := h.GetGpuInstanceId(); ret == gonvml.SUCCESS {
+				m.gi = id
+			} else {
+				p.countLocked(CallGetGpuInstanceID, ret)
+				m.known = false
+			}
+			if id, ret := h.GetComputeInstanceId(); ret == gonvml.SUCCESS {
+				m.ci = id
+			} else {
+				p.countLocked(CallGetComputeInstanceID, ret)
+				m.known = false
+			}
+		}
+		m.handle = h
+		g := GPU{
+			Index: parent.Index, UUID: uuid, Name: m.name, PCIBusID: parent.PCIBusID,
+			ParentUUID: parent.UUID, GPUInstanceID: m.gi, ComputeInstanceID: m.ci,
+		}
+		// nvmlDeviceGetMemoryInfo is the call documented for MIG device handles.
+		if !p.readMemoryV1(h, &g) {
+			continue
+		}
+		gpus = append(gpus, g)
+		procs = p.readProcesses(m, uuid, procs)
+	}
+	return gpus, procs
+}
+
+// readProcesses merges the compute, graphics and MPS lists of one device into one
+// Process per PID. A failing list only drops that list.
+func (p *Poller) readProcesses(d *deviceState, uuid string, procs []Process) []Process {
+	sc := &p.scratch
+	if sc.index == nil {
+		sc.index = make(map[uint32]int)
+	}
+	clear(sc.index)
+	sc.accs = sc.accs[:0]
+
+	for kind := range kindNames {
+		if d.noList[kind] {
+			continue
+		}
+		var (
+			list []gonvml.ProcessInfo
+			ret  gonvml.Return
+			call string
+		)
+		switch kind {
+		case 0:
+			call = CallGetComputeRunningProcesses
+			list, ret = d.handle.GetComputeRunningProcesses()
+		case 1:
+			call = CallGetGraphicsRunningProcesses
+			list, ret = d.handle.GetGraphicsRunningProcesses()
+		case 2:
+			if !p.syms.mps {
+				continue
+			}
+			call = CallGetMPSComputeRunningProcesses
+			list, ret = d.handle.GetMPSComputeRunningProcesses()
+		}
+		if ret != gonvml.SUCCESS {
+			if ret == gonvml.ERROR_NOT_SUPPORTED {
+				d.noList[kind] = true
+			}
+			p.countLocked(call, ret)
+			continue
+		}
+		for _, pi := range list {
+			used := pi.UsedGpuMemory
+			if used == notAvailable {
+				used = 0
+				p.countNameLocked(call, ErrValueNotAvailable)
+			}
+			if j, ok := sc.index[pi.Pid]; ok {
+				a := &sc.accs[j]
+				a.used = max(a.used, used)
+				a.kinds |= 1 << kind
+				continue
+			}
+			sc.index[pi.Pid] = len(sc.accs)
+			sc.accs = append(sc.accs, procAcc{pid: pi.Pid, used: used, kinds: 1 << kind})
+		}
+	}
+	for _, a := range sc.accs {
+		procs = append(procs, Process{PID: a.pid, UUID: uuid, UsedBytes: a.used, Kinds: p.kinds[a.kinds]})
+	}
+	return procs
+}
+
+// cString converts a NUL-terminated C char array as go-nvml exposes it.
+func cString(b []int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}
