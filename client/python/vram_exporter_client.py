@@ -1,0 +1,1160 @@
+"""vram_exporter_client: push GPU allocator statistics to the node's vram_exporter.
+
+One file, standard library only, Python 3.8+.  Copy it next to your code.
+
+    from vram_exporter_client import Reporter
+    reporter = Reporter(labels={"service": "ranker", "model": "bert-base"})
+    reporter.start()            # background thread, one sample every 5 s
+    ...
+    reporter.sample_now()       # optional: at a request boundary (cleanest floor)
+
+Wire contract: docs/protocol.md (push protocol v1).  The process never blocks on
+the daemon (non-blocking sends that drop and count), never raises into the caller,
+never imports a framework the caller has not imported, and never creates a CUDA
+context by itself.
+"""
+
+import errno
+import json
+import logging
+import os
+import random
+import re
+import socket
+import sys
+import threading
+import time
+import weakref
+
+__all__ = [
+    "Reporter",
+    "torch_source",
+    "jax_source",
+    "cupy_source",
+    "TensorRTTracker",
+    "cuda_uuid",
+    "default_sources",
+    "DEFAULT_SOCKET",
+    "PROTOCOL_VERSION",
+    "MAX_MESSAGE_BYTES",
+]
+
+__version__ = "0.1.0"
+
+PROTOCOL_VERSION = 1
+DEFAULT_SOCKET = "/run/vram_exporter/push.sock"
+SOCKET_ENV = "VRAM_EXPORTER_SOCKET"
+MAX_MESSAGE_BYTES = 65536
+MAX_VALUE = 1 << 50  # protocol: integers from 0 to 2^50
+MAX_LABELS = 8
+MAX_DEVICES = 16
+MAX_POOLS = 32
+BACKOFF_MIN = 0.5
+BACKOFF_MAX = 30.0
+LOG_EVERY = 60.0  # seconds between two log lines of the same kind
+
+log = logging.getLogger("vram_exporter_client")
+
+_RUNTIME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
+_LABEL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
+_UUID_RE = re.compile(r"^(GPU|MIG)-[A-Za-z0-9/_-]+$")
+_POOL_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.:-]{0,63}$")
+_EXTRA_FIELD_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_RESERVED_LABELS = frozenset((
+    "pid", "uuid", "gpu", "pool", "parent", "runtime", "runtime_version", "series",
+    "window", "verdict", "reason", "comm", "container_id", "pod_uid", "instance", "job",
+))
+# Integer pool fields defined by protocol v1 (besides allocated/reserved).
+_INT_FIELDS = ("peak_allocated", "active", "inactive_split", "limit", "alloc_retries", "ooms")
+_KNOWN_POOL_KEYS = frozenset(("name", "allocated", "reserved", "parent") + _INT_FIELDS)
+
+_MSG_FLAGS = getattr(socket, "MSG_DONTWAIT", 0) | getattr(socket, "MSG_NOSIGNAL", 0)
+_RECONNECT_ERRNOS = frozenset(
+    e for e in (
+        getattr(errno, "EPIPE", None), getattr(errno, "ECONNRESET", None),
+        getattr(errno, "ENOTCONN", None), getattr(errno, "ECONNREFUSED", None),
+        getattr(errno, "EBADF", None), getattr(errno, "ESHUTDOWN", None),
+    ) if e is not None)
+
+
+def _as_int(value):
+    """A protocol integer (0..2^50) from an int/float/numpy scalar, or None."""
+    if value is None or value is True or value is False:
+        return None
+    try:
+        v = value if type(value) is int else int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if v < 0:
+        return 0
+    if v > MAX_VALUE:
+        return MAX_VALUE
+    return v
+
+
+def _format_uuid(raw):
+    """16 raw bytes -> 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'."""
+    h = bytes(raw[:16]).hex()
+    if len(h) != 32:
+        return None
+    return "GPU-%s-%s-%s-%s-%s" % (h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+
+
+def _prefix_uuid(u):
+    """torch/cupy give the UUID without 'GPU-'; NVML (the join key) has it."""
+    if u is None:
+        return None
+    if isinstance(u, (bytes, bytearray)):
+        if len(u) == 16:
+            return _format_uuid(u)
+        u = u.decode("ascii", "replace")
+    u = str(u).strip()
+    if not u:
+        return None
+    if u.startswith("GPU-") or u.startswith("MIG-"):
+        return u
+    return "GPU-" + u
+
+
+# --------------------------------------------------------------------------------------
+# libcuda helper (shared by the JAX and CuPy adapters)
+
+_cuda_lock = threading.Lock()
+_cuda_lib = None          # ctypes.CDLL once loaded
+_cuda_failed = False      # libcuda unavailable: do not retry every sample
+_cuda_uuids = {}          # ordinal -> uuid string
+
+
+def _libcuda():
+    global _cuda_lib, _cuda_failed
+    if _cuda_lib is not None or _cuda_failed:
+        return _cuda_lib
+    try:
+        import ctypes
+        lib = None
+        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+            try:
+                lib = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        if lib is None:
+            raise OSError("libcuda not found")
+        rc = lib.cuInit(0)  # driver API only; creates no context
+        if rc != 0:
+            raise OSError("cuInit failed: CUresult %d" % rc)
+        _cuda_lib = lib
+    except Exception as exc:  # noqa: BLE001
+        _cuda_failed = True
+        log.debug("libcuda unavailable, GPU UUIDs cannot be resolved: %s", exc)
+    return _cuda_lib
+
+
+def cuda_uuid(ordinal):
+    """UUID ('GPU-…') of CUDA device `ordinal` (as numbered in this process, i.e.
+    after CUDA_VISIBLE_DEVICES), through the driver API (cuDeviceGet +
+    cuDeviceGetUuid_v2).  Returns None if libcuda cannot be loaded.  Cached.
+
+    cuInit(0) initialises the driver API but creates no context.  Under MIG the
+    driver's UUID is formatted with the "GPU-" prefix; prefer a framework's own UUID
+    when it has one."""
+    try:
+        ordinal = int(ordinal)
+        u = _cuda_uuids.get(ordinal)
+        if u is not None:
+            return u
+        with _cuda_lock:
+            lib = _libcuda()
+            if lib is None:
+                return None
+            import ctypes
+            dev = ctypes.c_int(0)
+            if lib.cuDeviceGet(ctypes.byref(dev), ordinal) != 0:
+                log.debug("cuDeviceGet(%d) failed", ordinal)
+                return None
+            buf = ctypes.create_string_buffer(16)
+            fn = getattr(lib, "cuDeviceGetUuid_v2", None) or getattr(lib, "cuDeviceGetUuid", None)
+            if fn is None or fn(buf, dev) != 0:
+                log.debug("cuDeviceGetUuid(%d) failed", ordinal)
+                return None
+            u = _format_uuid(buf.raw)
+            if u:
+                _cuda_uuids[ordinal] = u
+            return u
+    except Exception as exc:  # noqa: BLE001
+        log.debug("cuda_uuid(%r) failed: %s", ordinal, exc)
+        return None
+
+
+def _cuda_context_active(ordinal):
+    """True/False whether CUDA device `ordinal` has an active primary context (no
+    context is created to find out); None when unknown (no libcuda)."""
+    try:
+        with _cuda_lock:
+            lib = _libcuda()
+            if lib is None:
+                return None
+            import ctypes
+            dev = ctypes.c_int(0)
+            if lib.cuDeviceGet(ctypes.byref(dev), int(ordinal)) != 0:
+                return None
+            flags = ctypes.c_uint(0)
+            active = ctypes.c_int(0)
+            if lib.cuDevicePrimaryCtxGetState(dev, ctypes.byref(flags), ctypes.byref(active)) != 0:
+                return None
+            return bool(active.value)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# Adapters.  A source is a callable returning the `devices` list of the protocol:
+#   [{"uuid": "GPU-…", "pools": [{"name": …, "allocated": …, "reserved": …, …}]}]
+# It may carry `runtime` / `runtime_version` attributes; the Reporter uses them when it
+# was given no explicit runtime.
+
+
+class _TorchSource(object):
+    """PyTorch caching allocator, one pool "torch" per CUDA device with state."""
+
+    def __init__(self, pool="torch"):
+        self.pool = pool
+        self._uuids = {}
+
+    @property
+    def runtime(self):
+        return "torch" if "torch" in sys.modules else None
+
+    @property
+    def runtime_version(self):
+        t = sys.modules.get("torch")
+        return str(getattr(t, "__version__", "")) if t is not None else None
+
+    def _uuid(self, cuda, i):
+        u = self._uuids.get(i)
+        if u is None:
+            try:
+                u = _prefix_uuid(getattr(cuda.get_device_properties(i), "uuid", None))
+            except Exception as exc:  # noqa: BLE001
+                log.debug("torch get_device_properties(%d) failed: %s", i, exc)
+                u = None
+            if u is None:
+                u = cuda_uuid(i)
+            if u is not None:
+                self._uuids[i] = u
+        return u
+
+    def __call__(self):
+        torch = sys.modules.get("torch")  # never import torch for the caller
+        if torch is None:
+            return []
+        cuda = getattr(torch, "cuda", None)
+        if cuda is None or not cuda.is_initialized():
+            return []  # never initialise CUDA ourselves
+        out = []
+        for i in range(cuda.device_count()):
+            s = cuda.memory_stats(i)  # once per device per sample
+            reserved = s.get("reserved_bytes.all.current", 0)
+            if not reserved:
+                continue  # no state on this device
+            uuid = self._uuid(cuda, i)
+            if uuid is None:
+                continue
+            out.append({"uuid": uuid, "pools": [{
+                "name": self.pool,
+                "allocated": s.get("allocated_bytes.all.current", 0),
+                "reserved": reserved,
+                "peak_allocated": s.get("allocated_bytes.all.peak"),
+                "active": s.get("active_bytes.all.current"),
+                "inactive_split": s.get("inactive_split_bytes.all.current"),
+                "alloc_retries": s.get("num_alloc_retries"),
+                "ooms": s.get("num_ooms"),
+            }]})
+        return out
+
+
+def torch_source(pool="torch"):
+    """Source for PyTorch's CUDA caching allocator.  Reports nothing until the caller
+    has initialised CUDA through torch; never imports torch itself."""
+    return _TorchSource(pool)
+
+
+class _JaxSource(object):
+    def __init__(self, pool="jax"):
+        self.pool = pool
+
+    @property
+    def runtime(self):
+        return "jax" if "jax" in sys.modules else None
+
+    @property
+    def runtime_version(self):
+        j = sys.modules.get("jax")
+        return str(getattr(j, "__version__", "")) if j is not None else None
+
+    def __call__(self):
+        jax = sys.modules.get("jax")
+        if jax is None:
+            return []
+        # jax.local_devices() would initialise the backends (and preallocate GPU
+        # memory) if the caller has not: only look once JAX has backends.
+        xb = sys.modules.get("jax._src.xla_bridge")
+        backends = getattr(xb, "_backends", None) if xb is not None else None
+        if backends is not None and not backends:
+            return []
+        out = []
+        for d in jax.local_devices():
+            if getattr(d, "platform", None) not in ("gpu", "cuda"):
+                continue
+            s = d.memory_stats()
+            if not s:
+                continue
+            ordinal = getattr(d, "local_hardware_id", None)
+            if ordinal is None:
+                ordinal = d.id
+            uuid = cuda_uuid(ordinal)
+            if uuid is None:
+                continue
+            allocated = s.get("bytes_in_use", 0)
+            reserved = s.get("pool_bytes")
+            if reserved is None:
+                reserved = s.get("bytes_reserved")
+            if reserved is None:
+                reserved = allocated
+            out.append({"uuid": uuid, "pools": [{
+                "name": self.pool, "allocated": allocated, "reserved": reserved,
+                "peak_allocated": s.get("peak_bytes_in_use"), "limit": s.get("bytes_limit"),
+            }]})
+        return out
+
+
+def jax_source(pool="jax"):
+    """Source for JAX's GPU allocator (device.memory_stats()).  UUIDs through libcuda."""
+    return _JaxSource(pool)
+
+
+class _CupySource(object):
+    def __init__(self, pool="cupy"):
+        self.pool = pool
+        self._uuids = {}
+
+    @property
+    def runtime(self):
+        return "cupy" if "cupy" in sys.modules else None
+
+    @property
+    def runtime_version(self):
+        c = sys.modules.get("cupy")
+        return str(getattr(c, "__version__", "")) if c is not None else None
+
+    def _uuid(self, cupy, i):
+        u = self._uuids.get(i)
+        if u is None:
+            try:
+                props = cupy.cuda.runtime.getDeviceProperties(i)
+                u = _prefix_uuid(props.get("uuid")) if hasattr(props, "get") else None
+            except Exception:  # noqa: BLE001
+                u = None
+            if u is None:
+                u = cuda_uuid(i)
+            if u is not None:
+                self._uuids[i] = u
+        return u
+
+    def __call__(self):
+        cupy = sys.modules.get("cupy")
+        if cupy is None:
+            return []
+        pool = cupy.get_default_memory_pool()
+        n = cupy.cuda.runtime.getDeviceCount()
+        out = []
+        for i in range(n):
+            # Entering cupy.cuda.Device(i) calls cudaSetDevice, which creates a
+            # context on a device nobody used: look only at devices with one.
+            active = _cuda_context_active(i)
+            if active is False:
+                continue
+            if active is None and i != cupy.cuda.runtime.getDevice():
+                continue
+            with cupy.cuda.Device(i):
+                used = pool.used_bytes()
+                total = pool.total_bytes()
+                limit = pool.get_limit()
+            if not total and not used:
+                continue
+            uuid = self._uuid(cupy, i)
+            if uuid is None:
+                continue
+            p = {"name": self.pool, "allocated": used, "reserved": total}
+            if limit:
+                p["limit"] = limit
+            out.append({"uuid": uuid, "pools": [p]})
+        return out
+
+
+def cupy_source(pool="cupy"):
+    """Source for CuPy's default memory pool, per device that has a context."""
+    return _CupySource(pool)
+
+
+def default_sources():
+    """The sources a Reporter uses when given none: torch, JAX and CuPy, each of which
+    reports nothing unless the caller imported (and initialised) that framework."""
+    return [torch_source(), jax_source(), cupy_source()]
+
+
+def _first_attr(obj, names):
+    for n in names:
+        try:
+            v = getattr(obj, n)
+        except Exception:  # noqa: BLE001
+            continue
+        if callable(v):
+            try:
+                v = v()
+            except Exception:  # noqa: BLE001
+                continue
+        if v is not None and v is not True and v is not False:
+            try:
+                return int(v)
+            except (TypeError, ValueError, OverflowError):
+                continue
+    return None
+
+
+class TensorRTTracker(object):
+    """Source for TensorRT engines and execution contexts (duck-typed).
+
+    TensorRT reserves exactly what it uses, so its pools report allocated == reserved.
+    Registrations are weak references: a dropped engine or context disappears from the
+    next sample.  Several objects registered under the same (uuid, name) are summed;
+    give distinct names ("trt.weights:bert") to see them apart.
+
+    Weights ("trt.weights"): TensorRT exposes no "device bytes of weights" attribute.
+    In order of preference:
+      1. `weights_bytes=` given to register_engine() (e.g. the plan file's size);
+      2. weight streaming on (`streamable_weights_size` > 0): the resident streamable
+         part, `weight_streaming_budget_v2` (read every sample; a negative/automatic
+         budget resolves through `get_weight_streaming_automatic_budget()`), plus the
+         non-streamable part estimated as plan size − streamable size when the plan
+         size is known;
+      3. the serialized plan size (`engine.serialize().nbytes`, computed ONCE at
+         registration; weights dominate a plan and its kernels are device-resident
+         too, so it is a fair upper-bound proxy).  Pass `serialize=False` to skip
+         serialising a very large engine (the pool is then reported only under weight
+         streaming).
+    Context ("trt.context"): `engine.device_memory_size_v2` (falls back to
+    `device_memory_size`) — what a context created with the default (static)
+    allocation strategy holds; with `per_profile=True`,
+    `engine.get_device_memory_size_for_profile_v2(context.active_optimization_profile)`
+    for contexts created with the on-profile-change strategy.  Extra fields:
+    `weight_streaming_budget`, `weight_streaming_scratch` when weight streaming is on.
+    """
+
+    runtime = "tensorrt"
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries = {}  # id(key) -> entry dict
+        _track_for_fork(self)
+
+    @property
+    def runtime_version(self):
+        t = sys.modules.get("tensorrt")
+        return str(getattr(t, "__version__", "")) if t is not None else None
+
+    def _after_fork_in_child(self):
+        self._lock = threading.Lock()
+
+    def _ref(self, obj, key):
+        try:
+            return weakref.ref(obj, lambda _r, k=key: self._forget(k))
+        except TypeError:
+            log.warning("TensorRTTracker: %s does not support weak references; "
+                        "call unregister() when you drop it", type(obj).__name__)
+            return lambda o=obj: o
+
+    def _forget(self, key):
+        try:
+            with self._lock:
+                self._entries.pop(key, None)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def register_engine(self, engine, uuid, name="trt.weights", weights_bytes=None,
+                        parent=None, serialize=True):
+        """Report `engine`'s weights as pool `name` on GPU `uuid`.  Never raises."""
+        try:
+            plan = None
+            if weights_bytes is None and serialize:
+                plan = self._plan_size(engine)
+            key = id(engine)
+            entry = {"kind": "engine", "ref": self._ref(engine, key), "uuid": _prefix_uuid(uuid),
+                     "name": name, "parent": parent,
+                     "weights": _as_int(weights_bytes), "plan": plan}
+            with self._lock:
+                self._entries[key] = entry
+        except Exception as exc:  # noqa: BLE001
+            log.warning("TensorRTTracker.register_engine failed: %s", exc)
+
+    def register_context(self, context, uuid, name="trt.context", parent=None, per_profile=False):
+        """Report `context`'s device memory as pool `name` on GPU `uuid`.  Never raises."""
+        try:
+            key = id(context)
+            entry = {"kind": "context", "ref": self._ref(context, key), "uuid": _prefix_uuid(uuid),
+                     "name": name, "parent": parent, "per_profile": bool(per_profile)}
+            with self._lock:
+                self._entries[key] = entry
+        except Exception as exc:  # noqa: BLE001
+            log.warning("TensorRTTracker.register_context failed: %s", exc)
+
+    def unregister(self, obj):
+        """Stop reporting an engine or context.  Never raises."""
+        try:
+            with self._lock:
+                self._entries.pop(id(obj), None)
+        except Exception:  # noqa: BLE001
+            pass
+
+    @staticmethod
+    def _plan_size(engine):
+        try:
+            mem = engine.serialize()
+            if mem is None:
+                return None
+            n = getattr(mem, "nbytes", None)
+            if n is None:
+                n = len(memoryview(mem).cast("B"))
+            return int(n)
+        except Exception as exc:  # noqa: BLE001
+            log.debug("TensorRT engine.serialize() failed: %s", exc)
+            return None
+
+    @staticmethod
+    def _streaming(engine):
+        """(streamable, resident budget, scratch) when weight streaming is on, else None."""
+        streamable = _first_attr(engine, ("streamable_weights_size",))
+        if not streamable or streamable <= 0:
+            return None
+        budget = _first_attr(engine, ("weight_streaming_budget_v2",))
+        if budget is None or budget < 0:
+            budget = _first_attr(engine, ("get_weight_streaming_automatic_budget",))
+        if budget is None or budget < 0:
+            budget = streamable
+        scratch = _first_attr(engine, ("weight_streaming_scratch_memory_size",))
+        return streamable, min(budget, streamable), scratch
+
+    def _engine_pool(self, e, engine):
+        extra = {}
+        ws = self._streaming(engine)
+        if e["weights"] is not None:
+            b = e["weights"]
+        elif ws is not None:
+            streamable, budget, scratch = ws
+            b = budget + (max(0, e["plan"] - streamable) if e["plan"] else 0)
+        elif e["plan"] is not None:
+            b = e["plan"]
+        else:
+            return None, extra
+        if ws is not None:
+            extra["weight_streaming_budget"] = ws[1]
+        return b, extra
+
+    def _context_pool(self, e, context):
+        extra = {}
+        engine = getattr(context, "engine", None)
+        if engine is None:
+            return None, extra
+        b = None
+        if e["per_profile"]:
+            prof = getattr(context, "active_optimization_profile", 0)
+            for meth in ("get_device_memory_size_for_profile_v2", "get_device_memory_size_for_profile"):
+                fn = getattr(engine, meth, None)
+                if fn is not None:
+                    try:
+                        b = int(fn(prof))
+                        break
+                    except Exception:  # noqa: BLE001
+                        continue
+        if b is None:
+            b = _first_attr(engine, ("device_memory_size_v2", "device_memory_size"))
+        ws = self._streaming(engine)
+        if ws is not None:
+            extra["weight_streaming_budget"] = ws[1]
+            if ws[2] is not None:
+                extra["weight_streaming_scratch"] = ws[2]
+        return b, extra
+
+    def __call__(self):
+        with self._lock:
+            entries = list(self._entries.values())
+        sums = {}  # (uuid, name) -> pool
+        order = []
+        for e in entries:
+            obj = e["ref"]()
+            if obj is None or e["uuid"] is None:
+                continue
+            if e["kind"] == "engine":
+                b, extra = self._engine_pool(e, obj)
+            else:
+                b, extra = self._context_pool(e, obj)
+            if b is None:
+                continue
+            k = (e["uuid"], e["name"])
+            p = sums.get(k)
+            if p is None:
+                p = {"name": e["name"], "allocated": 0, "reserved": 0}
+                if e["parent"]:
+                    p["parent"] = e["parent"]
+                sums[k] = p
+                order.append(k)
+            b = max(0, int(b))
+            p["allocated"] += b
+            p["reserved"] += b
+            for f, v in extra.items():
+                p[f] = p.get(f, 0) + max(0, int(v))
+        devices = {}
+        out = []
+        for k in order:
+            d = devices.get(k[0])
+            if d is None:
+                d = devices[k[0]] = {"uuid": k[0], "pools": []}
+                out.append(d)
+            d["pools"].append(sums[k])
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# Fork handling: one at-fork hook for every live Reporter / tracker.
+
+_fork_objects = weakref.WeakSet()
+_fork_hook_lock = threading.Lock()
+_fork_hook_installed = False
+
+
+def _after_fork_in_child():
+    global _cuda_lock
+    _cuda_lock = threading.Lock()
+    for obj in list(_fork_objects):
+        try:
+            obj._after_fork_in_child()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _track_for_fork(obj):
+    global _fork_hook_installed
+    with _fork_hook_lock:
+        if not _fork_hook_installed and hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork_in_child)
+            _fork_hook_installed = True
+        _fork_objects.add(obj)
+
+
+# --------------------------------------------------------------------------------------
+
+
+def _sanitize_runtime_version(v):
+    if v is None:
+        return None
+    s = "".join(c for c in str(v) if c.isprintable())
+    b = s.encode("utf-8", "ignore")[:64]
+    return b.decode("utf-8", "ignore") or None
+
+
+def _validate_labels(labels):
+    out = {}
+    if not labels:
+        return out
+    try:
+        items = list(dict(labels).items())
+    except Exception:  # noqa: BLE001
+        log.warning("vram_exporter_client: labels must be a mapping of str to str; ignored")
+        return out
+    for name, value in items:
+        if not isinstance(name, str) or not _LABEL_NAME_RE.match(name) or name.startswith("__") \
+                or name in _RESERVED_LABELS:
+            log.warning("vram_exporter_client: invalid or reserved label name %r dropped", name)
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            log.warning("vram_exporter_client: label %r: value must be a string; dropped", name)
+            continue
+        try:
+            n = len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            n = 0
+        if not 1 <= n <= 128:
+            log.warning("vram_exporter_client: label %r: value must be 1-128 bytes of UTF-8; dropped",
+                        name)
+            continue
+        if len(out) >= MAX_LABELS:
+            log.warning("vram_exporter_client: more than %d labels; %r dropped", MAX_LABELS, name)
+            continue
+        out[name] = value
+    return out
+
+
+class Reporter(object):
+    """Pushes this process's GPU allocator statistics to vram_exporter.
+
+    Reporter(socket_path=None, interval=5.0, labels=None, runtime=None,
+             runtime_version=None, sources=None, logger=None)
+
+    socket_path: argument, else $VRAM_EXPORTER_SOCKET, else /run/vram_exporter/push.sock.
+    sources: list of callables returning the protocol's `devices` list; None means
+    default_sources() (torch, JAX, CuPy: each silent unless the caller uses it); [] means
+    none (use set_pool() / add_source()).
+    runtime: explicit runtime name; else the first source that reported devices (or is
+    loaded) names it; else "unknown".
+
+    No public method raises.  Counters: sent, dropped (socket full or message too large),
+    errors (connect/send failures, failing sources, encoding errors).
+    """
+
+    def __init__(self, socket_path=None, interval=5.0, labels=None, runtime=None,
+                 runtime_version=None, sources=None, logger=None, **testing):
+        self._log = logger or log
+        self._clock = testing.pop("_clock", time.monotonic)
+        self._sleep = testing.pop("_sleep", None)  # reserved for tests; Event.wait is used
+        self._socket_factory = testing.pop("_socket_factory", None)
+        self._random = testing.pop("_random", random.random)
+        if testing:
+            self._log.warning("vram_exporter_client: unknown Reporter arguments ignored: %s",
+                              ", ".join(sorted(testing)))
+        try:
+            self.socket_path = socket_path or os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
+            try:
+                self.interval = max(0.01, float(interval))
+            except (TypeError, ValueError):
+                self._log.warning("vram_exporter_client: invalid interval %r; using 5s", interval)
+                self.interval = 5.0
+            self.labels = _validate_labels(labels)
+            self.runtime = None
+            if runtime is not None:
+                if isinstance(runtime, str) and _RUNTIME_RE.match(runtime):
+                    self.runtime = runtime
+                else:
+                    self._log.warning("vram_exporter_client: invalid runtime %r ignored", runtime)
+            self.runtime_version = _sanitize_runtime_version(runtime_version)
+            self._sources = list(default_sources() if sources is None else sources)
+        except Exception as exc:  # noqa: BLE001  (never raise into the caller)
+            self._log.warning("vram_exporter_client: bad Reporter arguments: %s", exc)
+            self.socket_path = DEFAULT_SOCKET
+            self.interval, self.labels, self.runtime, self.runtime_version = 5.0, {}, None, None
+            self._sources = []
+        self._static = {}  # (uuid, name) -> pool dict
+        self._static_order = []
+        self._sent = 0
+        self._dropped = 0
+        self._errors = 0
+        self._sock = None
+        self._pid = os.getpid()
+        self._failures = 0
+        self._next_connect = 0.0
+        self._last_log = {}
+        self._suppressed = {}
+        self._lock = threading.Lock()       # socket + counters
+        self._state_lock = threading.Lock()  # sources + static pools
+        self._thread = None
+        self._stop = threading.Event()
+        self._running = False
+        self._labels_json = None
+        _track_for_fork(self)
+
+    # ---- counters ------------------------------------------------------------------
+    @property
+    def sent(self):
+        """Messages handed to the kernel."""
+        return self._sent
+
+    @property
+    def dropped(self):
+        """Samples dropped instead of blocking (socket buffer full) or because the
+        message was over 64 KiB.  Sent to the daemon as client_dropped."""
+        return self._dropped
+
+    @property
+    def errors(self):
+        """Connect/send failures, failing sources, encoding errors."""
+        return self._errors
+
+    # ---- logging -------------------------------------------------------------------
+    def _warn(self, key, msg, *args, **kw):
+        """Rate-limited: at most one line per key per LOG_EVERY seconds."""
+        level = kw.get("level", logging.WARNING)
+        try:
+            now = self._clock()
+            last = self._last_log.get(key)
+            if last is not None and now - last < LOG_EVERY:
+                self._suppressed[key] = self._suppressed.get(key, 0) + 1
+                return
+            self._last_log[key] = now
+            n = self._suppressed.pop(key, 0)
+            if n:
+                msg += " (%d similar messages suppressed)" % n
+            self._log.log(level, "vram_exporter_client: " + msg, *args)
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ---- configuration -------------------------------------------------------------
+    def add_source(self, fn):
+        """Add a callable returning the protocol's `devices` list.  Never raises."""
+        try:
+            if not callable(fn):
+                self._warn("add_source", "add_source: %r is not callable; ignored", fn)
+                return
+            with self._state_lock:
+                self._sources = self._sources + [fn]
+        except Exception:  # noqa: BLE001
+            pass
+
+    def set_pool(self, uuid, name, allocated=0, reserved=None, **more):
+        """A static pool on GPU `uuid` included in every sample until clear_pool().
+        `more`: peak_allocated, active, inactive_split, limit, parent, alloc_retries,
+        ooms.  It overrides a source's pool of the same name on the same GPU."""
+        try:
+            u = _prefix_uuid(uuid)
+            p = {"name": name, "allocated": allocated,
+                 "reserved": allocated if reserved is None else reserved}
+            p.update(more)
+            with self._state_lock:
+                k = (u, name)
+                if k not in self._static:
+                    self._static_order = self._static_order + [k]
+                self._static[k] = p
+        except Exception as exc:  # noqa: BLE001
+            self._warn("set_pool", "set_pool failed: %s", exc)
+
+    def clear_pool(self, uuid, name):
+        """Remove a pool added with set_pool().  Never raises."""
+        try:
+            k = (_prefix_uuid(uuid), name)
+            with self._state_lock:
+                if self._static.pop(k, None) is not None:
+                    self._static_order = [x for x in self._static_order if x != k]
+        except Exception:  # noqa: BLE001
+            pass
+
+    # ---- sampling ------------------------------------------------------------------
+    def _collect(self):
+        """Run the sources, merge by uuid, validate.  Returns (runtime, rversion, devices)."""
+        with self._state_lock:
+            sources = self._sources
+            static = [(k, self._static[k]) for k in self._static_order]
+        devices = {}   # uuid -> {name: pool}
+        order = []
+        runtime = self.runtime
+        rversion = self.runtime_version
+        fallback = None
+        for src in sources:
+            try:
+                res = src()
+            except Exception as exc:  # noqa: BLE001
+                with self._lock:
+                    self._errors += 1
+                self._warn("source:%s" % _src_name(src), "source %s raised %s: %s",
+                           _src_name(src), type(exc).__name__, exc)
+                continue
+            if runtime is None:
+                r = getattr(src, "runtime", None)
+                if r:
+                    if res:
+                        runtime = r
+                        if rversion is None:
+                            rversion = _sanitize_runtime_version(getattr(src, "runtime_version", None))
+                    elif fallback is None:
+                        fallback = src
+            if not res:
+                continue
+            try:
+                for dev in res:
+                    u = dev.get("uuid")
+                    pools = devices.get(u)
+                    if pools is None:
+                        pools = devices[u] = {}
+                        order.append(u)
+                    for p in dev.get("pools") or ():
+                        n = p.get("name")
+                        if n in pools:
+                            self._warn("dup:%s" % n, "pool %r on %s reported twice; kept the first",
+                                       n, u)
+                            continue
+                        pools[n] = p
+            except Exception as exc:  # noqa: BLE001
+                with self._lock:
+                    self._errors += 1
+                self._warn("source:%s" % _src_name(src), "source %s returned a malformed result: %s",
+                           _src_name(src), exc)
+        for (u, n), p in static:  # static pools override
+            pools = devices.get(u)
+            if pools is None:
+                pools = devices[u] = {}
+                order.append(u)
+            pools[n] = p
+        if runtime is None:
+            if fallback is not None:
+                runtime = getattr(fallback, "runtime", None)
+                if rversion is None:
+                    rversion = _sanitize_runtime_version(getattr(fallback, "runtime_version", None))
+            if not runtime or not _RUNTIME_RE.match(runtime):
+                runtime = "unknown"
+        return runtime, rversion, self._validate(devices, order)
+
+    def _validate(self, devices, order):
+        out = []
+        for u in order:
+            if not isinstance(u, str) or len(u) > 96 or not _UUID_RE.match(u):
+                self._warn("uuid", "invalid GPU UUID %r skipped", u)
+                continue
+            if len(out) >= MAX_DEVICES:
+                self._warn("devices", "more than %d devices; the rest skipped", MAX_DEVICES)
+                break
+            raw = devices[u]
+            pools = []
+            for name, p in raw.items():
+                q = self._pool(name, p)
+                if q is not None:
+                    pools.append(q)
+            # parents: must exist on this device and not have a parent themselves
+            names = {}
+            for q in pools:
+                names[q["name"]] = q
+            ok = []
+            for q in pools:
+                par = q.get("parent")
+                if par is not None:
+                    pp = names.get(par)
+                    if pp is None or par == q["name"] or "parent" in pp:
+                        self._warn("parent:%s" % q["name"],
+                                   "pool %r: parent %r missing or nested; pool skipped",
+                                   q["name"], par)
+                        continue
+                ok.append(q)
+            if len(ok) > MAX_POOLS:
+                self._warn("pools", "more than %d pools on %s; the rest skipped", MAX_POOLS, u)
+                ok = ok[:MAX_POOLS]
+            out.append({"uuid": u, "pools": ok})
+        return out
+
+    def _pool(self, name, p):
+        if not isinstance(name, str) or not _POOL_RE.match(name):
+            self._warn("poolname", "invalid pool name %r skipped", name)
+            return None
+        allocated = _as_int(p.get("allocated"))
+        if allocated is None:
+            self._warn("alloc:%s" % name, "pool %r has no integer 'allocated'; skipped", name)
+            return None
+        reserved = _as_int(p.get("reserved"))
+        if reserved is None or reserved < allocated:
+            reserved = allocated  # the daemon rejects allocated > reserved
+        q = {"name": name, "allocated": allocated, "reserved": reserved}
+        for f in _INT_FIELDS:
+            v = p.get(f)
+            if v is not None:
+                v = _as_int(v)
+                if v is not None:
+                    q[f] = v
+        par = p.get("parent")
+        if par:
+            q["parent"] = par
+        if len(p) > 3:
+            for k, v in p.items():
+                if k in _KNOWN_POOL_KEYS or not isinstance(k, str) or not _EXTRA_FIELD_RE.match(k):
+                    continue
+                if isinstance(v, str):
+                    if len(v) <= 128:
+                        q[k] = v
+                else:
+                    v = _as_int(v)
+                    if v is not None:
+                        q[k] = v
+        return q
+
+    def _encode(self, runtime, rversion, devices, dropped):
+        msg = {"v": PROTOCOL_VERSION, "runtime": runtime}
+        if rversion:
+            msg["runtime_version"] = rversion
+        if self.labels:
+            msg["labels"] = self.labels
+        msg["client_dropped"] = dropped
+        msg["devices"] = devices
+        return json.dumps(msg, separators=(",", ":")).encode("utf-8")
+
+    def sample_now(self):
+        """Collect and send one sample in the caller's thread.  Returns True if the
+        message was handed to the kernel.  Never raises, never blocks on the daemon."""
+        try:
+            if self._pid != os.getpid():
+                self._after_fork_in_child()
+            runtime, rversion, devices = self._collect()
+            with self._lock:
+                try:
+                    data = self._encode(runtime, rversion, devices, self._dropped)
+                except Exception as exc:  # noqa: BLE001
+                    self._errors += 1
+                    self._warn("encode", "cannot encode sample: %s", exc)
+                    return False
+                if len(data) > MAX_MESSAGE_BYTES:
+                    self._dropped += 1
+                    self._warn("too_large", "sample of %d bytes is over %d bytes; dropped",
+                               len(data), MAX_MESSAGE_BYTES)
+                    return False
+                return self._send_locked(data)
+        except Exception as exc:  # noqa: BLE001
+            try:
+                self._errors += 1
+                self._warn("sample", "sample failed: %s: %s", type(exc).__name__, exc)
+            except Exception:  # noqa: BLE001
+                pass
+            return False
+
+    # ---- socket --------------------------------------------------------------------
+    def _connect_locked(self):
+        now = self._clock()
+        if now < self._next_connect:
+            return False
+        try:
+            if self._socket_factory is not None:
+                s = self._socket_factory()
+            else:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            try:
+                s.setblocking(False)
+                s.connect(self.socket_path)
+            except Exception:
+                s.close()
+                raise
+        except Exception as exc:  # noqa: BLE001
+            self._errors += 1
+            self._failures += 1
+            delay = min(BACKOFF_MAX, BACKOFF_MIN * (2 ** min(self._failures - 1, 16)))
+            delay = min(BACKOFF_MAX, delay * (0.8 + 0.4 * self._random()))
+            self._next_connect = now + delay
+            self._warn("connect", "cannot connect to %s: %s (retry in %.1fs)",
+                       self.socket_path, exc, delay)
+            return False
+        if self._failures:
+            self._log.info("vram_exporter_client: connected to %s", self.socket_path)
+        self._failures = 0
+        self._sock = s
+        return True
+
+    def _close_locked(self):
+        s, self._sock = self._sock, None
+        if s is not None:
+            try:
+                s.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _send_locked(self, data):
+        for attempt in (0, 1):
+            if self._sock is None and not self._connect_locked():
+                return False
+            try:
+                self._sock.send(data, _MSG_FLAGS)
+                self._sent += 1
+                return True
+            except (BlockingIOError, InterruptedError):
+                self._dropped += 1
+                self._warn("full", "socket buffer full (daemon overloaded?); sample dropped",
+                           level=logging.INFO)
+                return False
+            except OSError as exc:
+                if exc.errno == errno.EMSGSIZE:
+                    self._dropped += 1
+                    self._warn("msgsize", "sample of %d bytes too large for the socket; dropped",
+                               len(data))
+                    return False
+                self._errors += 1
+                self._close_locked()
+                if exc.errno in _RECONNECT_ERRNOS and attempt == 0:
+                    # peer gone (daemon restarted?): one immediate reconnect attempt
+                    self._warn("send", "connection lost (%s); reconnecting", exc, level=logging.INFO)
+                    continue
+                self._warn("send", "send failed: %s", exc)
+                return False
+        return False
+
+    # ---- thread --------------------------------------------------------------------
+    def _run(self, stop):
+        next_t = self._clock()
+        while not stop.is_set():
+            self.sample_now()
+            next_t += self.interval
+            now = self._clock()
+            if next_t < now:  # fell behind (suspended?): don't burst
+                next_t = now + self.interval
+            stop.wait(max(0.0, next_t - now))
+
+    def _start_thread(self):
+        stop = threading.Event()
+        self._stop = stop
+        t = threading.Thread(target=self._run, args=(stop,), name="vram_exporter_client",
+                             daemon=True)
+        self._thread = t
+        t.start()
+
+    def start(self):
+        """Start the background thread (idempotent).  Returns self.  Never raises."""
+        try:
+            with self._state_lock:
+                if self._running and self._thread is not None and self._thread.is_alive():
+                    return self
+                self._running = True
+                self._start_thread()
+        except Exception as exc:  # noqa: BLE001
+            self._warn("start", "cannot start reporter thread: %s", exc)
+        return self
+
+    def stop(self, timeout=None):
+        """Stop the thread and close the connection (the daemon drops this process's
+        series at once).  Never raises."""
+        try:
+            with self._state_lock:
+                self._running = False
+                t, self._thread = self._thread, None
+                self._stop.set()
+            if t is not None and t is not threading.current_thread():
+                t.join(timeout)
+            with self._lock:
+                self._close_locked()
+        except Exception:  # noqa: BLE001
+            pass
+
+    close = stop
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _after_fork_in_child(self):
+        # The inherited socket is the parent's connection: close our fd (no shutdown:
+        # the parent's connection stays up) and let the next send connect anew, so the
+        # daemon sees the child as a separate sender.
+        self._lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        s, self._sock = self._sock, None
+        if s is not None:
+            try:
+                s.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._pid = os.getpid()
+        self._failures = 0
+        self._next_connect = 0.0
+        self._thread = None
+        if self._running:
+            try:
+                self._start_thread()
+            except Exception:  # noqa: BLE001
+                self._running = False
+
+
+def _src_name(src):
+    return getattr(src, "__name__", None) or type(src).__name__
