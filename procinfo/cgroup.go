@@ -167,14 +167,15 @@ func bareIDRuntime(parents []string, defaultRuntime string) string {
 }
 
 // podSegmentUID extracts the pod UID from a cgroupfs "pod<uid>" directory or
-// a systemd "kubepods[-qos]-pod<uid_with_underscores>.slice" unit. systemd
+// a systemd "kubepods[-qos]-pod<uid_with_underscores>.slice" unit (prefixed
+// with the kubelet's cgroup root, e.g. "kubelet-", in kind). systemd
 // reserves "-" as its hierarchy separator, which is why the kubelet writes
 // the UID's dashes as underscores.
 func podSegmentUID(seg string) (string, bool) {
 	var raw string
 	if s, ok := strings.CutSuffix(seg, ".slice"); ok {
 		i := strings.LastIndex(s, "-pod")
-		if i < 0 || !strings.HasPrefix(s, "kubepods") {
+		if i < 0 || !strings.Contains(s[:i+1], "kubepods") {
 			return "", false
 		}
 		raw = strings.ReplaceAll(s[i+len("-pod"):], "_", "-")
