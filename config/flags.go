@@ -1,0 +1,146 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// FlagRegistrar is what RegisterFlags needs: both *kingpin.Application and
+// *kingpin.CmdClause satisfy it, so the daemon's flags can live on the application (the
+// daemon being the default command) or on one subcommand.
+type FlagRegistrar interface {
+	Flag(name, help string) *kingpin.FlagClause
+}
+
+// Flags holds the daemon's command-line flags until Load merges them over the file.
+// It is built per application by RegisterFlags; there is no package-level state.
+type Flags struct {
+	configFile *string
+	check      *bool
+	// overrides apply, in registration order, each flag the user set explicitly.
+	overrides []func(*Config)
+}
+
+// RegisterFlags adds the daemon's flags to r. The flags carry no kingpin defaults: a
+// flag only overrides the file when the user sets it, so its help text names the
+// default from Default() and the YAML key it overrides instead.
+func RegisterFlags(r FlagRegistrar) *Flags {
+	d := Default()
+	f := &Flags{}
+
+	f.configFile = r.Flag("config.file", "Path to the YAML configuration file; without it the built-in defaults are used. Flags set on the command line override the file.").PlaceHolder("PATH").String()
+	f.check = r.Flag("config.check", "Validate the configuration (file and flags), print the result and exit.").Bool()
+
+	register(f, r.Flag("web.listen-address", help("Address to serve metrics and the API on.", "web.listen_address", strconv.Quote(d.Web.ListenAddress))).PlaceHolder("ADDR"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Web.ListenAddress = v })
+	register(f, r.Flag("web.config.file", help("Path to an exporter-toolkit web configuration (TLS, basic auth).", "web.config_file", `"" (plain HTTP)`)).PlaceHolder("PATH"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Web.ConfigFile = v })
+	register(f, r.Flag("web.telemetry-path", help("URL path that serves the metrics.", "web.telemetry_path", strconv.Quote(d.Web.TelemetryPath))).PlaceHolder("PATH"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Web.TelemetryPath = v })
+	register(f, r.Flag("path.procfs", help("Procfs mount point.", "paths.procfs", strconv.Quote(d.Paths.Procfs))).PlaceHolder("PATH"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Paths.Procfs = v })
+
+	register(f, r.Flag("log.level", help("Log level: debug, info, warn or error.", "log.level", d.Log.Level)).PlaceHolder("LEVEL"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Log.Level = v })
+	register(f, r.Flag("log.format", help("Log format: console or json.", "log.format", d.Log.Format)).PlaceHolder("FORMAT"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Log.Format = v })
+
+	register(f, r.Flag("nvml.poll-interval", help("How often NVML is sampled (100ms to 1m).", "nvml.poll_interval", fmtDuration(d.NVML.PollInterval))).PlaceHolder("DURATION"),
+		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.NVML.PollInterval = v })
+	register(f, r.Flag("nvml.library-path", help("Path to libnvidia-ml.so.1.", "nvml.library_path", `"" (found by the loader)`)).PlaceHolder("PATH"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.NVML.LibraryPath = v })
+
+	register(f, r.Flag("push.socket", help("Unix socket serving processes push allocator stats to; \"\" disables it.", "push.socket", strconv.Quote(d.Push.Socket))).PlaceHolder("PATH"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.Socket = v })
+	register(f, r.Flag("push.socket-mode", help("Octal mode of the push socket; its directory gets the same bits plus x where r is set.", "push.socket_mode", strconv.Quote(fmtMode(d.Push.SocketMode)))).PlaceHolder("MODE"),
+		modeVar, func(c *Config, v os.FileMode) { c.Push.SocketMode = v })
+	register(f, r.Flag("push.socket-group", help("Group name or numeric gid owning the push socket.", "push.socket_group", `"" (the daemon's group)`)).PlaceHolder("GROUP"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.SocketGroup = v })
+	register(f, r.Flag("push.ttl", help("Drop a connected sender silent this long; at least twice the poll interval.", "push.ttl", fmtDuration(d.Push.TTL))).PlaceHolder("DURATION"),
+		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.TTL = v })
+	register(f, r.Flag("push.max-connections", help("Most push connections held at once.", "push.max_connections", strconv.Itoa(d.Push.MaxConnections))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxConnections = v })
+
+	register(f, r.Flag("trend.short-window", help("Short growth-slope window; a multiple of trend.bucket.", "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
+		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.ShortWindow = v })
+	register(f, r.Flag("trend.long-window", help("Long growth-slope window; a multiple of trend.bucket, longer than the short window.", "trend.long_window", fmtDuration(d.Trend.LongWindow))).PlaceHolder("DURATION"),
+		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.LongWindow = v })
+
+	register(f, r.Flag("trace.record", help("Record every sample to this JSON-lines file; \"\" is off.", "trace.record", `""`)).PlaceHolder("PATH"),
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Trace.Record = v })
+	register(f, r.Flag("trace.max-bytes", help("Stop recording the trace past this size (at least 1 MiB).", "trace.max_bytes", strconv.FormatUint(d.Trace.MaxBytes, 10))).PlaceHolder("BYTES"),
+		(*kingpin.FlagClause).Uint64, func(c *Config, v uint64) { c.Trace.MaxBytes = v })
+
+	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML and the push socket.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
+		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Demo.Enabled = v })
+	register(f, r.Flag("demo.speed", help("Demo time acceleration, 1 to 3600.", "demo.speed", strconv.FormatFloat(d.Demo.Speed, 'g', -1, 64))).PlaceHolder("FACTOR"),
+		(*kingpin.FlagClause).Float64, func(c *Config, v float64) { c.Demo.Speed = v })
+	register(f, r.Flag("demo.seed", help("Demo random seed.", "demo.seed", strconv.FormatInt(d.Demo.Seed, 10))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int64, func(c *Config, v int64) { c.Demo.Seed = v })
+
+	return f
+}
+
+// register binds one overriding flag: value makes kingpin parse into a fresh variable,
+// apply copies it into the Config, but only if the user set the flag.
+func register[T any](f *Flags, fc *kingpin.FlagClause, value func(*kingpin.FlagClause) *T, apply func(*Config, T)) {
+	set := new(bool)
+	v := value(fc.IsSetByUser(set))
+	f.overrides = append(f.overrides, func(c *Config) {
+		if *set {
+			apply(c, *v)
+		}
+	})
+}
+
+func help(text, key, def string) string {
+	return fmt.Sprintf("%s (YAML %s, default %s)", text, key, def)
+}
+
+// modeFlag parses --push.socket-mode at flag-parse time, so kingpin reports a bad mode
+// next to the flag that carried it.
+type modeFlag os.FileMode
+
+func (m *modeFlag) Set(s string) error {
+	v, err := parseMode(s)
+	if err != nil {
+		return fmt.Errorf("--push.socket-mode: %w", err)
+	}
+	*m = modeFlag(v)
+	return nil
+}
+
+func (m *modeFlag) String() string { return fmtMode(os.FileMode(*m)) }
+
+func modeVar(fc *kingpin.FlagClause) *os.FileMode {
+	m := new(modeFlag)
+	fc.SetValue(m)
+	return (*os.FileMode)(m)
+}
+
+// Load builds the validated configuration: the file named by --config.file (or the
+// defaults without one), then every flag the user set, then Validate.
+func (f *Flags) Load() (Valid, error) {
+	c := Default()
+	if path := *f.configFile; path != "" {
+		var err error
+		if c, err = LoadFile(path); err != nil {
+			return Valid{}, err
+		}
+	}
+	for _, o := range f.overrides {
+		o(&c)
+	}
+	return c.Validate()
+}
+
+// CheckOnly reports --config.check: validate, report and exit without serving.
+func (f *Flags) CheckOnly() bool { return *f.check }
+
+// ConfigFile is the --config.file path, "" when none was given; useful for logging it
+// and for reloading the same file.
+func (f *Flags) ConfigFile() string { return *f.configFile }
