@@ -1,0 +1,465 @@
+// Package trend is the leak detector's arithmetic room: it turns evenly spaced memory
+// samples per (pid, GPU UUID) and per GPU into growth slopes, fit quality, a verdict
+// (leak, cache growth, growth outside the allocator, steady, warming up) and a forecast
+// of when a GPU runs out of memory.
+//
+// It is pure: no I/O, no clock, no goroutines. Time comes in with each sample, so the
+// daemon, the replay command and the evaluation suite all drive the same code. An
+// Engine is not safe for concurrent use; its one caller (the join loop, or replay)
+// serialises calls.
+//
+// Method, in short (docs/leak-detection.md has the evidence): each series is reduced to
+// the floor (minimum) of each bucket, so the request sawtooth vanishes; a least-squares
+// line over a short and a long window of floors gives a slope and R²; a series is
+// "growing" when the slope is at least MinRate with R² at least MinFit, and a verdict
+// needs growth sustained for MinDuration after the warm-up.
+package trend
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config holds the detector's thresholds. DefaultConfig's values are the ones the
+// evaluation suite justifies (docs/leak-detection.md).
+type Config struct {
+	// Bucket is the width of the buckets whose floor (minimum) is fitted.
+	Bucket time.Duration
+	// ShortWindow and LongWindow are the spans of the two least-squares fits. The long
+	// window also bounds the memory kept per series (LongWindow/Bucket floors).
+	ShortWindow time.Duration
+	LongWindow  time.Duration
+	// WarmUp is how long after a series first appears its verdict is warming_up: model
+	// loading, first-shape kernels and the allocator cache all grow then, legitimately.
+	WarmUp time.Duration
+	// MinRate is the slope, in bytes per second, below which growth is ignored.
+	MinRate float64
+	// MinFit is the R² (0..1) a slope needs to count as growth rather than steps/noise.
+	MinFit float64
+	// MinDuration is how long growth must persist before a leak-type verdict.
+	MinDuration time.Duration
+}
+
+// MiBPerMinute is one MiB per minute in bytes per second, the unit people think in.
+const MiBPerMinute = 1024 * 1024 / 60.0
+
+// DefaultConfig returns the defaults measured on the evaluation suite.
+func DefaultConfig() Config {
+	return Config{
+		Bucket:      30 * time.Second,
+		ShortWindow: 15 * time.Minute,
+		LongWindow:  2 * time.Hour,
+		WarmUp:      10 * time.Minute,
+		MinRate:     0.5 * MiBPerMinute,
+		MinFit:      0.8,
+		MinDuration: 2 * time.Minute,
+	}
+}
+
+// maxBuckets bounds LongWindow/Bucket, and so the memory per series.
+const maxBuckets = 100_000
+
+// minPoints is how many floors a window needs before its slope means anything.
+const minPoints = 5
+
+// Validate reports the first problem with c, worded for the person who set it.
+func (c Config) Validate() error {
+	switch {
+	case c.Bucket <= 0:
+		return fmt.Errorf("trend: bucket must be positive, got %s", c.Bucket)
+	case c.ShortWindow < minPoints*c.Bucket:
+		return fmt.Errorf("trend: short window %s must hold at least %d buckets of %s", c.ShortWindow, minPoints, c.Bucket)
+	case c.LongWindow < c.ShortWindow:
+		return fmt.Errorf("trend: long window %s must not be shorter than the short window %s", c.LongWindow, c.ShortWindow)
+	case c.LongWindow/c.Bucket > maxBuckets:
+		return fmt.Errorf("trend: long window %s holds more than %d buckets of %s; use a wider bucket", c.LongWindow, maxBuckets, c.Bucket)
+	case c.WarmUp < 0:
+		return fmt.Errorf("trend: warm-up must not be negative, got %s", c.WarmUp)
+	case !(c.MinRate > 0) || math.IsInf(c.MinRate, 0):
+		return fmt.Errorf("trend: minimum rate must be a positive number of bytes per second, got %v", c.MinRate)
+	case !(c.MinFit >= 0 && c.MinFit <= 1):
+		return fmt.Errorf("trend: minimum fit must be between 0 and 1, got %v", c.MinFit)
+	case c.MinDuration < 0:
+		return fmt.Errorf("trend: minimum duration must not be negative, got %s", c.MinDuration)
+	}
+	return nil
+}
+
+// Key identifies a process on a GPU. Start (the process start time in clock ticks, from
+// /proc/PID/stat) tells a reused PID from the process that had it before; 0 if unknown.
+type Key struct {
+	PID   uint32
+	Start uint64
+	UUID  string
+}
+
+// Sample is one joined observation of a process on a GPU. Unattributed memory is derived
+// as Used − Reserved when both are present; Reserved is the sum over top-level pools.
+type Sample struct {
+	Key                                Key
+	T                                  time.Time
+	Used, Allocated, Reserved          float64
+	HasUsed, HasAllocated, HasReserved bool
+}
+
+// GPUSample is one observation of a whole GPU.
+type GPUSample struct {
+	UUID        string
+	T           time.Time
+	Used, Total float64
+}
+
+// Verdict is what the detector concludes about one (pid, uuid).
+type Verdict string
+
+const (
+	// Leak: the allocated floor rises steadily (or, for a process that pushes no
+	// allocator stats, the used floor does).
+	Leak Verdict = "leak"
+	// CacheGrowth: reserved rises while allocated is flat: the allocator's cache is
+	// growing, normal while it plateaus.
+	CacheGrowth Verdict = "cache_growth"
+	// UnattributedGrowth: memory outside the allocator (used − reserved) rises while
+	// allocated is flat: NCCL communicators, workspaces, raw allocations.
+	UnattributedGrowth Verdict = "unattributed_growth"
+	// Steady: nothing rises faster than MinRate with a good fit.
+	Steady Verdict = "steady"
+	// WarmingUp: the process is younger than WarmUp; no judgement yet.
+	WarmingUp Verdict = "warming_up"
+)
+
+// Verdicts lists every verdict in a stable order, for exporting one 1 and the rest 0.
+func Verdicts() []Verdict {
+	return []Verdict{Leak, CacheGrowth, UnattributedGrowth, Steady, WarmingUp}
+}
+
+// Series names, as exported in the series label.
+const (
+	SeriesAllocated    = "allocated"
+	SeriesReserved     = "reserved"
+	SeriesUsed         = "used"
+	SeriesUnattributed = "unattributed"
+)
+
+// Window names, as exported in the window label.
+const (
+	WindowShort = "short"
+	WindowLong  = "long"
+)
+
+// Growth is the fitted slope of one series over one window.
+type Growth struct {
+	Series         string
+	Window         string
+	BytesPerSecond float64
+	Fit            float64 // R², 0..1
+	// Valid is false until the window holds enough floors for a slope to mean anything.
+	Valid bool
+}
+
+// Result is the current state of one (pid, uuid). Growth is shared and must not be
+// modified; the engine replaces it rather than writing into it.
+type Result struct {
+	Verdict Verdict
+	Since   time.Time // when this verdict began
+	Growth  []Growth
+	Reason  string // one short sentence: why this verdict
+}
+
+// GPUResult is the current state of one GPU. ExhaustionValid is false (and the
+// exhaustion metric absent) unless used memory is rising with a good fit over the short
+// window: a forecast from a flat or noisy series would be a random number.
+type GPUResult struct {
+	Growth            []Growth // series "used"
+	ExhaustionSeconds float64
+	ExhaustionValid   bool
+}
+
+// column indices of a process history
+const (
+	colAllocated = iota
+	colReserved
+	colUsed
+	colUnattributed
+	numCols
+)
+
+var colNames = [numCols]string{SeriesAllocated, SeriesReserved, SeriesUsed, SeriesUnattributed}
+
+type procKey struct {
+	pid  uint32
+	uuid string
+}
+
+// growth state of one column: hysteresis so that a step-like leak whose fit wobbles
+// around MinFit is not re-armed (and its MinDuration restarted) on every wobble.
+type growState struct {
+	growing bool
+	since   time.Time
+	slope   float64 // bytes/s, of the window that qualified
+	fit     float64
+}
+
+type process struct {
+	start       uint64
+	first, last time.Time
+	h           *history
+	grow        [numCols]growState
+	res         Result
+}
+
+type gpu struct {
+	first, last time.Time
+	h           *history
+	used, total float64
+	growth      []Growth
+}
+
+// Engine holds the histories of every (pid, uuid) and every GPU.
+type Engine struct {
+	cfg   Config
+	procs map[procKey]*process
+	gpus  map[string]*gpu
+	vals  [numCols]float64 // scratch, so Observe does not allocate
+}
+
+// NewEngine validates cfg and returns an empty engine.
+func NewEngine(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, procs: map[procKey]*process{}, gpus: map[string]*gpu{}}, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Observe folds one sample in and returns the (pid, uuid)'s current result. Verdicts
+// change only when a bucket closes, so most calls only update a minimum.
+func (e *Engine) Observe(s Sample) Result {
+	k := procKey{s.Key.PID, s.Key.UUID}
+	p := e.procs[k]
+	if p != nil && p.start != s.Key.Start {
+		// A reused PID is a different process: its history would fake a jump.
+		p.h.reset()
+		*p = process{h: p.h}
+	}
+	if p == nil {
+		p = &process{h: newHistory(e.cfg, numCols)}
+		e.procs[k] = p
+	}
+	if p.first.IsZero() {
+		p.start, p.first = s.Key.Start, s.T
+		p.res = Result{Verdict: WarmingUp, Since: s.T, Reason: e.warmUpReason(0)}
+	}
+	if s.T.After(p.last) {
+		p.last = s.T
+	}
+	nan := math.NaN()
+	v := &e.vals
+	v[colAllocated], v[colReserved], v[colUsed], v[colUnattributed] = nan, nan, nan, nan
+	if s.HasAllocated {
+		v[colAllocated] = s.Allocated
+	}
+	if s.HasReserved {
+		v[colReserved] = s.Reserved
+	}
+	if s.HasUsed {
+		v[colUsed] = s.Used
+	}
+	if s.HasUsed && s.HasReserved {
+		v[colUnattributed] = s.Used - s.Reserved
+	}
+	if b, closed := p.h.add(s.T, v[:]); closed {
+		e.judge(p, p.h.bucketEnd(b))
+	}
+	return p.res
+}
+
+// Result returns the current result of a (pid, uuid). A Key.Start of 0 matches any
+// process on that PID.
+func (e *Engine) Result(k Key) (Result, bool) {
+	p := e.procs[procKey{k.PID, k.UUID}]
+	if p == nil || (k.Start != 0 && k.Start != p.start) {
+		return Result{}, false
+	}
+	return p.res, true
+}
+
+// ObserveGPU folds one GPU sample in and returns the GPU's current result.
+func (e *Engine) ObserveGPU(s GPUSample) GPUResult {
+	g := e.gpus[s.UUID]
+	if g == nil {
+		g = &gpu{first: s.T, h: newHistory(e.cfg, 1)}
+		e.gpus[s.UUID] = g
+	}
+	if s.T.After(g.last) {
+		g.last = s.T
+	}
+	g.used, g.total = s.Used, s.Total
+	e.vals[0] = s.Used
+	if _, closed := g.h.add(s.T, e.vals[:1]); closed {
+		g.growth = []Growth{e.growth(g.h, 0, SeriesUsed, WindowShort), e.growth(g.h, 0, SeriesUsed, WindowLong)}
+	}
+	return e.gpuResult(g)
+}
+
+// GPU returns the current result of a GPU.
+func (e *Engine) GPU(uuid string) (GPUResult, bool) {
+	g := e.gpus[uuid]
+	if g == nil {
+		return GPUResult{}, false
+	}
+	return e.gpuResult(g), true
+}
+
+func (e *Engine) gpuResult(g *gpu) GPUResult {
+	r := GPUResult{Growth: g.growth}
+	if len(g.growth) == 0 {
+		return r
+	}
+	sh := g.growth[0]
+	if sh.Valid && sh.BytesPerSecond > 0 && sh.Fit >= e.cfg.MinFit && g.total > 0 {
+		r.ExhaustionSeconds = math.Max(g.total-g.used, 0) / sh.BytesPerSecond
+		r.ExhaustionValid = true
+	}
+	return r
+}
+
+// Sweep forgets every process and GPU not observed for idle before now: the process is
+// gone, and its memory must not grow without bound.
+func (e *Engine) Sweep(now time.Time, idle time.Duration) {
+	cut := now.Add(-idle)
+	for k, p := range e.procs {
+		if p.last.Before(cut) {
+			delete(e.procs, k)
+		}
+	}
+	for k, g := range e.gpus {
+		if g.last.Before(cut) {
+			delete(e.gpus, k)
+		}
+	}
+}
+
+// Len reports how many (pid, uuid) and GPU histories the engine holds.
+func (e *Engine) Len() (processes, gpus int) { return len(e.procs), len(e.gpus) }
+
+func (e *Engine) growth(h *history, c int, series, window string) Growth {
+	w := &h.short[c]
+	if window == WindowLong {
+		w = &h.long[c]
+	}
+	slope, fit := w.fit()
+	return Growth{
+		Series:         series,
+		Window:         window,
+		BytesPerSecond: slope / h.bucket.Seconds(),
+		Fit:            fit,
+		Valid:          w.n >= minPoints,
+	}
+}
+
+// judge recomputes a process's growth and verdict at the close of a bucket.
+func (e *Engine) judge(p *process, now time.Time) {
+	cfg := &e.cfg
+	var present [numCols]bool
+	growth := make([]Growth, 0, 2*numCols)
+	var short, long [numCols]Growth
+	for c := range numCols {
+		present[c] = p.h.short[c].n >= minPoints
+		if p.h.long[c].n == 0 {
+			continue
+		}
+		short[c] = e.growth(p.h, c, colNames[c], WindowShort)
+		long[c] = e.growth(p.h, c, colNames[c], WindowLong)
+		growth = append(growth, short[c], long[c])
+	}
+
+	age := now.Sub(p.first)
+	if age < cfg.WarmUp {
+		// Growth is not tracked during warm-up: the warm-up's own steps would otherwise
+		// arm the growth state and carry it past the end of the warm-up.
+		p.grow = [numCols]growState{}
+		e.setVerdict(p, now, WarmingUp, e.warmUpReason(age), growth)
+		return
+	}
+
+	for c := range numCols {
+		e.track(&p.grow[c], present[c], short[c], long[c], p.h.longSpan(c), now)
+	}
+	sustained := func(c int) bool {
+		g := &p.grow[c]
+		return present[c] && g.growing && now.Sub(g.since) >= cfg.MinDuration
+	}
+	allocFlat := !p.grow[colAllocated].growing
+
+	var v Verdict
+	var reason string
+	switch {
+	case present[colAllocated] && sustained(colAllocated):
+		v, reason = Leak, growthReason("allocated floor", p.grow[colAllocated], now)
+	case !present[colAllocated] && sustained(colUsed):
+		v, reason = Leak, growthReason("used floor", p.grow[colUsed], now)+"; the process pushes no allocator stats, so this is NVML's view"
+	case allocFlat && sustained(colUnattributed):
+		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
+	case allocFlat && sustained(colReserved):
+		v, reason = CacheGrowth, growthReason("reserved", p.grow[colReserved], now)+" while allocated is flat: the allocator cache is growing, normal if it plateaus"
+	default:
+		v, reason = Steady, fmt.Sprintf("no floor rising faster than %.2g MiB/min with fit ≥ %.2g for %s",
+			cfg.MinRate/MiBPerMinute, cfg.MinFit, cfg.MinDuration)
+	}
+	e.setVerdict(p, now, v, reason, growth)
+}
+
+// track updates one column's growth state. A series starts growing when either window
+// shows slope ≥ MinRate with R² ≥ MinFit (the long window only once it spans two short
+// windows, so it adds evidence rather than repeating the short one); it keeps growing
+// while the slope stays above half of that and R² above MinFit − 0.2.
+func (e *Engine) track(g *growState, present bool, short, long Growth, longSpan time.Duration, now time.Time) {
+	cfg := &e.cfg
+	qual := func(gr Growth, rate, fit float64) bool {
+		return gr.Valid && gr.BytesPerSecond >= rate && gr.Fit >= fit
+	}
+	longOK := longSpan >= 2*cfg.ShortWindow
+	if !present {
+		*g = growState{}
+		return
+	}
+	rate, fit := cfg.MinRate, cfg.MinFit
+	if g.growing {
+		rate, fit = cfg.MinRate/2, cfg.MinFit-0.2
+	}
+	var best Growth
+	switch {
+	case qual(short, rate, fit):
+		best = short
+	case longOK && qual(long, rate, fit):
+		best = long
+	default:
+		*g = growState{}
+		return
+	}
+	if !g.growing {
+		g.growing, g.since = true, now
+	}
+	g.slope, g.fit = best.BytesPerSecond, best.Fit
+}
+
+func growthReason(what string, g growState, now time.Time) string {
+	return fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) for %s", what, g.slope/MiBPerMinute, g.fit,
+		now.Sub(g.since).Round(time.Second))
+}
+
+func (e *Engine) warmUpReason(age time.Duration) string {
+	return fmt.Sprintf("first seen %s ago; verdicts start after the %s warm-up", age.Round(time.Second), e.cfg.WarmUp)
+}
+
+func (e *Engine) setVerdict(p *process, now time.Time, v Verdict, reason string, growth []Growth) {
+	since := p.res.Since
+	if v != p.res.Verdict {
+		since = now
+	}
+	p.res = Result{Verdict: v, Since: since, Growth: growth, Reason: reason}
+}

@@ -1,0 +1,239 @@
+package trend
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+const mib = 1024 * 1024
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// feed drives one process at a 5 s cadence for d, with allocated, reserved and used
+// given as functions of the elapsed time, and returns the verdict at each minute.
+func feed(t *testing.T, e *Engine, k Key, d time.Duration, alloc, reserved, used func(time.Duration) float64) []Result {
+	t.Helper()
+	var out []Result
+	for el := time.Duration(0); el <= d; el += 5 * time.Second {
+		s := Sample{Key: k, T: t0.Add(el)}
+		if alloc != nil {
+			s.Allocated, s.HasAllocated = alloc(el), true
+		}
+		if reserved != nil {
+			s.Reserved, s.HasReserved = reserved(el), true
+		}
+		if used != nil {
+			s.Used, s.HasUsed = used(el), true
+		}
+		r := e.Observe(s)
+		if el%time.Minute == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func flat(v float64) func(time.Duration) float64 { return func(time.Duration) float64 { return v } }
+
+func line(v0, perMin float64, onset time.Duration) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		if el < onset {
+			return v0
+		}
+		return v0 + perMin*(el-onset).Minutes()
+	}
+}
+
+// sawtooth adds request activations on top of f: the floor stays f.
+func sawtooth(f func(time.Duration) float64, peak float64) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		phase := int(el/(5*time.Second)) % 4
+		return f(el) + peak*float64(phase)/3
+	}
+}
+
+func step(v0, h float64, at time.Duration) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		if el < at {
+			return v0
+		}
+		return v0 + h
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	const gib = 1024 * mib
+	tests := []struct {
+		name                   string
+		alloc, reserved, used  func(time.Duration) float64
+		want                   Verdict // at the end of 1 h
+		never                  Verdict // must not appear at any minute
+		firstWantWithinMinutes int     // 0: not checked
+	}{
+		{name: "flat", alloc: flat(65 * mib), reserved: flat(gib), used: flat(gib + 600*mib), want: Steady, never: Leak},
+		{name: "sawtooth on a flat floor", alloc: sawtooth(flat(65*mib), 2*gib), reserved: flat(3 * gib), used: flat(3*gib + 600*mib), want: Steady, never: Leak},
+		{name: "allocated leak 10 MiB/min", alloc: line(65*mib, 10*mib, 0), reserved: line(gib, 10*mib, 0), used: line(gib+600*mib, 10*mib, 0), want: Leak, firstWantWithinMinutes: 15},
+		{name: "used-only leak", used: line(gib, 20*mib, 0), want: Leak, firstWantWithinMinutes: 15},
+		{name: "reserved step at 30 min is no leak", alloc: flat(65 * mib), reserved: step(gib, 2*gib, 30*time.Minute), used: step(gib+600*mib, 2*gib, 30*time.Minute), want: Steady, never: Leak},
+		{name: "used-only step is no leak", used: step(gib, 2*gib, 30*time.Minute), want: Steady, never: Leak},
+		{name: "cache growth", alloc: flat(65 * mib), reserved: line(gib, 20*mib, 0), used: line(gib+600*mib, 20*mib, 0), want: CacheGrowth, never: Leak},
+		{name: "unattributed growth", alloc: flat(65 * mib), reserved: flat(gib), used: line(gib+600*mib, 20*mib, 0), want: UnattributedGrowth, never: Leak},
+		{name: "80 GiB flat stays steady", alloc: flat(80 * gib), reserved: flat(81 * gib), used: flat(82 * gib), want: Steady, never: Leak},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := NewEngine(DefaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs := feed(t, e, Key{PID: 1, UUID: "GPU-a"}, time.Hour, tc.alloc, tc.reserved, tc.used)
+			if got := rs[len(rs)-1]; got.Verdict != tc.want {
+				t.Errorf("verdict at 1h = %s (%s), want %s", got.Verdict, got.Reason, tc.want)
+			}
+			for i, r := range rs {
+				if i < 10 && r.Verdict != WarmingUp {
+					t.Errorf("minute %d: verdict %s during warm-up", i, r.Verdict)
+				}
+				if tc.never != "" && r.Verdict == tc.never {
+					t.Errorf("minute %d: verdict %s (%s)", i, r.Verdict, r.Reason)
+				}
+			}
+			if tc.firstWantWithinMinutes > 0 {
+				found := false
+				for _, r := range rs[:tc.firstWantWithinMinutes+1] {
+					found = found || r.Verdict == tc.want
+				}
+				if !found {
+					t.Errorf("no %s verdict within %d minutes", tc.want, tc.firstWantWithinMinutes)
+				}
+			}
+		})
+	}
+}
+
+func TestSlopeAndFit(t *testing.T) {
+	e, _ := NewEngine(DefaultConfig())
+	k := Key{PID: 7, UUID: "GPU-b"}
+	rs := feed(t, e, k, 3*time.Hour, sawtooth(line(80*1024*mib, 12*mib, 0), 500*mib), nil, nil)
+	last := rs[len(rs)-1]
+	for _, g := range last.Growth {
+		if g.Series != SeriesAllocated {
+			t.Fatalf("unexpected series %q for a process that pushes only allocated", g.Series)
+		}
+		if !g.Valid || math.Abs(g.BytesPerSecond/MiBPerMinute-12) > 0.06 || g.Fit < 0.99 {
+			t.Errorf("%s window: slope %.4f MiB/min fit %.4f valid %v, want 12 MiB/min fit 1", g.Window, g.BytesPerSecond/MiBPerMinute, g.Fit, g.Valid)
+		}
+	}
+	if last.Verdict != Leak || !strings.Contains(last.Reason, "allocated floor rising") {
+		t.Errorf("verdict %s (%s), want leak on the allocated floor", last.Verdict, last.Reason)
+	}
+	if r, ok := e.Result(k); !ok || r.Verdict != Leak {
+		t.Errorf("Result(%v) = %v, %v", k, r.Verdict, ok)
+	}
+}
+
+func TestPIDReuseStartsFresh(t *testing.T) {
+	e, _ := NewEngine(DefaultConfig())
+	old := Key{PID: 42, Start: 100, UUID: "GPU-c"}
+	feed(t, e, old, time.Hour, flat(mib), nil, nil)
+	if r, _ := e.Result(old); r.Verdict != Steady {
+		t.Fatalf("old process: %s, want steady", r.Verdict)
+	}
+	young := Key{PID: 42, Start: 999, UUID: "GPU-c"}
+	r := e.Observe(Sample{Key: young, T: t0.Add(2 * time.Hour), Allocated: 50 * mib, HasAllocated: true})
+	if r.Verdict != WarmingUp || len(r.Growth) != 0 {
+		t.Errorf("new process on a reused PID: %s with %d growth entries, want a fresh warming_up", r.Verdict, len(r.Growth))
+	}
+	if _, ok := e.Result(old); ok {
+		t.Error("the old process's result survived its PID being reused")
+	}
+}
+
+func TestSweep(t *testing.T) {
+	e, _ := NewEngine(DefaultConfig())
+	e.Observe(Sample{Key: Key{PID: 1, UUID: "GPU-a"}, T: t0, Used: 1, HasUsed: true})
+	e.Observe(Sample{Key: Key{PID: 2, UUID: "GPU-a"}, T: t0.Add(time.Minute), Used: 1, HasUsed: true})
+	e.ObserveGPU(GPUSample{UUID: "GPU-a", T: t0, Used: 1, Total: 2})
+	e.Sweep(t0.Add(90*time.Second), time.Minute)
+	if p, g := e.Len(); p != 1 || g != 0 {
+		t.Errorf("after sweep: %d processes %d GPUs, want 1 and 0", p, g)
+	}
+}
+
+func TestGPUExhaustion(t *testing.T) {
+	const total = 140 * 1024 * mib
+	tests := []struct {
+		name      string
+		used      func(time.Duration) float64
+		wantValid bool
+		wantSec   float64
+	}{
+		{name: "flat: no forecast", used: flat(10 * 1024 * mib)},
+		{name: "growing 100 MiB/min", used: line(10*1024*mib, 100*mib, 0), wantValid: true,
+			wantSec: (total - (10*1024*mib + 100*mib*60)) / (100 * MiBPerMinute)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := NewEngine(DefaultConfig())
+			var r GPUResult
+			for el := time.Duration(0); el <= time.Hour; el += 5 * time.Second {
+				r = e.ObserveGPU(GPUSample{UUID: "GPU-a", T: t0.Add(el), Used: tc.used(el), Total: total})
+			}
+			if r.ExhaustionValid != tc.wantValid {
+				t.Fatalf("ExhaustionValid = %v, want %v", r.ExhaustionValid, tc.wantValid)
+			}
+			if tc.wantValid && math.Abs(r.ExhaustionSeconds-tc.wantSec)/tc.wantSec > 0.01 {
+				t.Errorf("ExhaustionSeconds = %.0f, want %.0f", r.ExhaustionSeconds, tc.wantSec)
+			}
+			if len(r.Growth) != 2 || r.Growth[0].Series != SeriesUsed {
+				t.Errorf("growth = %+v, want used short and long", r.Growth)
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string // substring of the error; "" for valid
+	}{
+		{name: "default", mod: func(*Config) {}},
+		{name: "zero bucket", mod: func(c *Config) { c.Bucket = 0 }, want: "bucket must be positive"},
+		{name: "short window too short", mod: func(c *Config) { c.ShortWindow = time.Minute }, want: "short window 1m0s must hold at least 5 buckets"},
+		{name: "long shorter than short", mod: func(c *Config) { c.LongWindow = time.Minute * 10 }, want: "must not be shorter than the short window"},
+		{name: "too many buckets", mod: func(c *Config) { c.Bucket = time.Millisecond }, want: "use a wider bucket"},
+		{name: "zero rate", mod: func(c *Config) { c.MinRate = 0 }, want: "minimum rate must be a positive number"},
+		{name: "NaN rate", mod: func(c *Config) { c.MinRate = math.NaN() }, want: "minimum rate"},
+		{name: "fit above 1", mod: func(c *Config) { c.MinFit = 1.5 }, want: "minimum fit must be between 0 and 1"},
+		{name: "negative warm-up", mod: func(c *Config) { c.WarmUp = -time.Second }, want: "warm-up must not be negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mod(&c)
+			_, err := NewEngine(c)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestVerdictsStable(t *testing.T) {
+	got := Verdicts()
+	want := []Verdict{Leak, CacheGrowth, UnattributedGrowth, Steady, WarmingUp}
+	if len(got) != len(want) {
+		t.Fatalf("Verdicts() = %v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("Verdicts() = %v, want %v", got, want)
+		}
+	}
+}
