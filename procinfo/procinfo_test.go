@@ -278,3 +278,25 @@ func BenchmarkFacts(b *testing.B) {
 		}
 	}
 }
+
+func TestFactsConcurrent(t *testing.T) {
+	// The daemon may enrich from several goroutines with one Reader.
+	r := fixtureReader(t)
+	done := make(chan error)
+	for range 4 {
+		go func() {
+			var err error
+			for range 50 {
+				if _, err = r.Facts(4242); err != nil {
+					break
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
