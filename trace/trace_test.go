@@ -1,0 +1,131 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRoundTrip(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 500_000_000, time.UTC)
+	procs := []Process{
+		{T: at, PID: 4242, Start: 123456, UUID: "GPU-abc", Used: 1 << 30, Allocated: 65 << 20, Reserved: 512 << 20, HasUsed: true, HasAllocated: true, HasReserved: true},
+		{T: at.Add(time.Second), PID: 1, UUID: "GPU-abc", Used: 7, HasUsed: true},
+		{T: at.Add(1234567 * time.Microsecond), PID: 4294967295, UUID: `GPU-"quoted"`},
+	}
+	gpu := GPU{T: at, UUID: "GPU-abc", Used: 8 << 30, Total: 140 << 30}
+
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 0)
+	for _, p := range procs {
+		if err := w.WriteProcess(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteGPU(gpu); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"used":1073741824`) {
+		t.Errorf("bytes not written as integers:\n%s", buf.String())
+	}
+
+	r := NewReader(&buf)
+	for i, want := range procs {
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Process == nil || *rec.Process != want || rec.Line != i+1 {
+			t.Errorf("record %d = %+v (line %d), want %+v", i, rec.Process, rec.Line, want)
+		}
+	}
+	rec, err := r.Next()
+	if err != nil || rec.GPU == nil || *rec.GPU != gpu {
+		t.Errorf("GPU record = %+v, %v; want %+v", rec.GPU, err, gpu)
+	}
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("at the end: %v, want io.EOF", err)
+	}
+}
+
+func TestMalformedLinesAreCounted(t *testing.T) {
+	in := strings.Join([]string{
+		`{"t": 1, "pid": 1, "uuid": "GPU-a", "used": 5, "future_field": {"x": 1}}`, // 1 ok
+		`not json`,                                        // 2
+		`{"pid": 1, "uuid": "GPU-a"}`,                     // 3 no t
+		`{"t": 1, "pid": 1, "used": 5}`,                   // 4 no uuid
+		`{"t": 1, "pid": 0, "uuid": "GPU-a"}`,             // 5 bad pid
+		`{"t": 1, "uuid": "GPU-a", "gpu_used": 5}`,        // 6 gpu without total
+		`{"t": 1, "pid": 2, "uuid": "GPU-a", "used": -5}`, // 7 negative
+		``, // 8 blank: skipped, not malformed
+		`{"t": 2, "uuid": "GPU-a", "gpu_used": 1, "gpu_total": 2}`, // 9 ok
+		`{"t": 1, "pid": 1.5, "uuid": "GPU-a"}`,                    // 10 fractional pid
+	}, "\n")
+	r := NewReader(strings.NewReader(in))
+	var lines []int
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, rec.Line)
+	}
+	if len(lines) != 2 || lines[0] != 1 || lines[1] != 9 {
+		t.Errorf("good lines = %v, want [1 9]", lines)
+	}
+	n, errs := r.Malformed()
+	wantLines := []int{2, 3, 4, 5, 6, 7, 10}
+	if n != len(wantLines) || len(errs) != len(wantLines) {
+		t.Fatalf("malformed = %d %v, want lines %v", n, errs, wantLines)
+	}
+	for i, e := range errs {
+		if e.Line != wantLines[i] {
+			t.Errorf("malformed #%d at line %d, want %d (%v)", i, e.Line, wantLines[i], e)
+		}
+	}
+}
+
+func TestWriterBound(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf, 200)
+	p := Process{T: time.Unix(1, 0), PID: 1, UUID: "GPU-a", Used: 1, HasUsed: true}
+	var errs []error
+	for range 20 {
+		if err := w.WriteProcess(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) != 1 || !errors.Is(errs[0], ErrFull) {
+		t.Fatalf("errors = %v, want exactly one ErrFull", errs)
+	}
+	if buf.Len() > 200 {
+		t.Errorf("wrote %d bytes past a 200-byte bound", buf.Len())
+	}
+	full, dropped := w.Full()
+	if !full || dropped == 0 || int(dropped)+strings.Count(buf.String(), "\n") != 20 {
+		t.Errorf("Full() = %v, %d with %d lines written", full, dropped, strings.Count(buf.String(), "\n"))
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte(`{"t": 1, "pid": 1, "uuid": "GPU-a", "used": 5}` + "\n" + `{"t":2,"uuid":"GPU-a","gpu_used":1,"gpu_total":2}`))
+	f.Add([]byte("{\n}\n\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := NewReader(bytes.NewReader(b))
+		for i := 0; i < 10000; i++ {
+			rec, err := r.Next()
+			if err != nil {
+				return
+			}
+			if (rec.Process == nil) == (rec.GPU == nil) {
+				t.Fatalf("record with both or neither kind: %+v", rec)
+			}
+		}
+	})
+}
