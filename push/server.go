@@ -1,0 +1,533 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/vram-exporter/vram_exporter/clock"
+)
+
+// Defaults of ServerOptions; docs/protocol.md documents the same values.
+const (
+	DefaultSocketPath            = "/run/vram_exporter/push.sock"
+	DefaultSocketMode            = os.FileMode(0o660)
+	DefaultMaxConnections        = 4096
+	DefaultMaxMessageBytes       = 65536
+	DefaultRatePerSecond         = 100
+	DefaultBurst                 = 200
+	DefaultMaxConsecutiveRejects = 20
+	// rejectLogInterval is how often one reject reason may be logged: a flood of garbage
+	// must not turn into a flood of log lines.
+	rejectLogInterval = 10 * time.Second
+)
+
+// Disconnect reasons, the values of a disconnects-by-reason counter.
+const (
+	DisconnectClientClosed       = "client_closed"        // the peer closed (or its process exited)
+	DisconnectGarbage            = "garbage"              // MaxConsecutiveRejects rejects in a row
+	DisconnectTooManyConnections = "too_many_connections" // refused at accept: over MaxConnections
+	DisconnectReadError          = "read_error"           // the socket failed
+	DisconnectShutdown           = "shutdown"             // the daemon closed it (Close or ctx done)
+)
+
+var disconnectReasons = [...]string{
+	DisconnectClientClosed, DisconnectGarbage, DisconnectTooManyConnections,
+	DisconnectReadError, DisconnectShutdown,
+}
+
+// DisconnectReasons returns every disconnect reason, for exporting each at zero.
+func DisconnectReasons() []string { return append([]string(nil), disconnectReasons[:]...) }
+
+// ServerOptions configure a Server. Zero values take the Default* constants.
+type ServerOptions struct {
+	Path                  string
+	Mode                  os.FileMode // socket file mode; the directory, if created, gets x where r is set
+	Group                 string      // "" (leave as is), a group name or a numeric gid
+	MaxConnections        int
+	MaxMessageBytes       int
+	RatePerSecond         float64 // per connection
+	Burst                 int
+	MaxConsecutiveRejects int
+	Clock                 clock.Clock
+}
+
+// Stats are the server's counters, for the collector. Connections equals
+// ConnectionsAccepted − ConnectionsClosed.
+type Stats struct {
+	Connections         int               // open now
+	ConnectionsAccepted uint64            // accepted by the kernel, including those refused over the limit
+	ConnectionsClosed   uint64            // closed for any reason, see Disconnects
+	MessagesAccepted    uint64            // messages stored
+	Rejected            map[string]uint64 // by reject reason; every reason is present
+	Disconnects         map[string]uint64 // by disconnect reason; every reason is present
+	BytesReceived       uint64            // payload bytes read, accepted or not
+}
+
+// Server accepts push connections on a unix SOCK_SEQPACKET socket and feeds a Store.
+type Server struct {
+	opts   ServerOptions
+	gid    int // -1: leave the group alone
+	store  *Store
+	logger *zap.Logger
+	clock  clock.Clock
+	bufs   sync.Pool // *[]byte of MaxMessageBytes+1, shared by all connections
+
+	mu      sync.Mutex
+	ln      *net.UnixListener
+	inode   uint64 // of the socket file we bound, so Close removes only our own
+	conns   map[uint64]*net.UnixConn
+	nextID  uint64
+	closing bool
+	wg      sync.WaitGroup // connection goroutines
+
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	accepted, closed, messages, bytes atomic.Uint64
+	rejected                          [len(reasons)]atomic.Uint64
+	disconnects                       [len(disconnectReasons)]atomic.Uint64
+
+	logs logLimiter
+}
+
+// NewServer checks opts and returns a Server that has not yet touched the filesystem.
+func NewServer(opts ServerOptions, store *Store, logger *zap.Logger) (*Server, error) {
+	if store == nil {
+		return nil, errors.New("push: NewServer needs a Store")
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	if opts.Path == "" {
+		opts.Path = DefaultSocketPath
+	}
+	if opts.Mode == 0 {
+		opts.Mode = DefaultSocketMode
+	}
+	if opts.Mode&^os.ModePerm != 0 {
+		return nil, fmt.Errorf("push socket mode %v has bits other than permissions; use e.g. 0660", opts.Mode)
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.RatePerSecond <= 0 {
+		opts.RatePerSecond = DefaultRatePerSecond
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = DefaultBurst
+	}
+	if opts.MaxConsecutiveRejects <= 0 {
+		opts.MaxConsecutiveRejects = DefaultMaxConsecutiveRejects
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	gid, err := lookupGroup(opts.Group)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts, gid: gid, store: store, logger: logger, clock: opts.Clock,
+		conns: make(map[uint64]*net.UnixConn),
+		done:  make(chan struct{}),
+		logs:  logLimiter{last: make(map[string]time.Time), suppressed: make(map[string]uint64)},
+	}
+	size := opts.MaxMessageBytes + 1 // one more byte than allowed tells "too large" apart
+	s.bufs.New = func() any { b := make([]byte, size); return &b }
+	return s, nil
+}
+
+func lookupGroup(g string) (int, error) {
+	if g == "" {
+		return -1, nil
+	}
+	if n, err := strconv.Atoi(g); err == nil && n >= 0 {
+		return n, nil
+	}
+	grp, err := user.LookupGroup(g)
+	if err != nil {
+		return 0, fmt.Errorf("push socket group %q: %w (give an existing group name or a numeric gid)", g, err)
+	}
+	n, err := strconv.Atoi(grp.Gid)
+	if err != nil {
+		return 0, fmt.Errorf("push socket group %q has non-numeric gid %q: %w", g, grp.Gid, err)
+	}
+	return n, nil
+}
+
+// Serve accepts connections until ctx is done or Close is called, then closes everything
+// (as Close does) and returns nil. Listen must have succeeded first.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	ln := s.ln
+	s.mu.Unlock()
+	if ln == nil {
+		return errors.New("push: Serve called before a successful Listen")
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.Close() })
+	defer stop()
+	const minBackoff, maxBackoff = 5 * time.Millisecond, time.Second
+	backoff := minBackoff
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			select {
+			case <-s.done:
+				return s.Close()
+			default:
+			}
+			// EMFILE and friends: back off rather than spin; the connections already
+			// open keep being served meanwhile.
+			s.logger.Warn("accepting a push connection failed; retrying", zap.Error(err), zap.Duration("backoff", backoff))
+			select {
+			case <-s.done:
+				return s.Close()
+			case <-s.clock.After(backoff):
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		s.accepted.Add(1)
+		s.start(c)
+	}
+}
+
+// start registers c and serves it on its own goroutine, or refuses it when over the limit
+// or shutting down.
+func (s *Server) start(c *net.UnixConn) {
+	s.mu.Lock()
+	switch {
+	case s.closing:
+		s.mu.Unlock()
+		_ = c.Close()
+		s.countDisconnect(DisconnectShutdown)
+		return
+	case len(s.conns) >= s.opts.MaxConnections:
+		s.mu.Unlock()
+		_ = c.Close()
+		s.countDisconnect(DisconnectTooManyConnections)
+		if ok, suppressed := s.logs.allow(DisconnectTooManyConnections, s.clock.Now()); ok {
+			s.logger.Warn("refused a push connection: too many connections; raise --push.max-connections if this is expected",
+				zap.Int("max_connections", s.opts.MaxConnections), zap.Uint64("suppressed", suppressed))
+		}
+		return
+	}
+	s.nextID++
+	id := s.nextID
+	s.conns[id] = c
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.serveConn(c, id)
+}
+
+func (s *Server) countDisconnect(reason string) {
+	for i, r := range disconnectReasons {
+		if r == reason {
+			s.disconnects[i].Add(1)
+		}
+	}
+	s.closed.Add(1)
+}
+
+func (s *Server) serveConn(c *net.UnixConn, id uint64) {
+	defer s.wg.Done()
+	reason := s.readLoop(c, id)
+	_ = c.Close()
+	// The data goes before the connection is forgotten, so nobody sees a closed
+	// connection's series in a later snapshot.
+	s.store.Remove(id)
+	s.mu.Lock()
+	delete(s.conns, id)
+	if s.closing && reason == DisconnectReadError {
+		reason = DisconnectShutdown
+	}
+	s.mu.Unlock()
+	s.countDisconnect(reason)
+}
+
+// tokenBucket is a per-connection rate limit driven by the injected clock.
+type tokenBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func (b *tokenBucket) take(now time.Time, rate float64, burst int) bool {
+	if dt := now.Sub(b.last).Seconds(); dt > 0 {
+		b.tokens = min(float64(burst), b.tokens+dt*rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
+	rc, err := c.SyscallConn()
+	if err == nil {
+		err = setPassCred(rc)
+	}
+	if err != nil {
+		s.logger.Error("cannot enable SO_PASSCRED on a push connection; closing it", zap.Uint64("conn", id), zap.Error(err))
+		return DisconnectReadError
+	}
+	connectedAt := s.clock.Now()
+	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: connectedAt}
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	rejects := 0
+	for {
+		var (
+			buf            *[]byte
+			n, oobn, flags int
+			recvErr        error
+		)
+		// Waiting for readability before taking a buffer keeps idle connections (most of
+		// them, most of the time) from each pinning a 64 KiB buffer.
+		err := rc.Read(func(fd uintptr) bool {
+			buf = s.bufs.Get().(*[]byte)
+			n, oobn, flags, _, recvErr = unix.Recvmsg(int(fd), *buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+			if recvErr == unix.EAGAIN || recvErr == unix.EINTR {
+				s.bufs.Put(buf)
+				return false
+			}
+			return true
+		})
+		if err == nil {
+			err = recvErr
+		}
+		if err != nil || (n == 0 && oobn == 0) {
+			// A SEQPACKET read of 0 bytes with no credentials is end of stream; an empty
+			// message still carries credentials.
+			if buf != nil {
+				s.bufs.Put(buf)
+			}
+			if err == nil || errors.Is(err, unix.ECONNRESET) {
+				return DisconnectClientClosed
+			}
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if !closing {
+				s.logger.Warn("reading from a push connection failed; closing it", zap.Uint64("conn", id), zap.Error(err))
+			}
+			return DisconnectReadError
+		}
+		s.bytes.Add(uint64(n))
+		truncated := flags&unix.MSG_TRUNC != 0 || n > s.opts.MaxMessageBytes
+		cred, rerr := s.ingest(id, connectedAt, &bucket, (*buf)[:n], truncated, oob[:oobn])
+		s.bufs.Put(buf)
+		if rerr == nil {
+			s.messages.Add(1)
+			rejects = 0
+			continue
+		}
+		s.rejected[reasonIndex(rerr.Reason)].Add(1)
+		s.logReject(rerr, cred, id)
+		// Sending too fast or arriving when the process table is full are not garbage:
+		// the sender is well-formed and will be served again soon.
+		if rerr.Reason == ReasonRateLimited || rerr.Reason == ReasonTooManyProcesses {
+			continue
+		}
+		rejects++
+		if rejects >= s.opts.MaxConsecutiveRejects {
+			s.logger.Warn("closing a push connection that sent only rejected messages",
+				zap.Uint64("conn", id), zap.Uint32("pid", cred.PID), zap.Int("consecutive_rejects", rejects))
+			return DisconnectGarbage
+		}
+	}
+}
+
+// ingest runs one received message through rate limit, size, credentials, decoding and
+// the store, in that order (the cheapest refusals first).
+func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b []byte, truncated bool, oob []byte) (Cred, *RejectError) {
+	// Credentials first, even for a message about to be refused: parsing them also
+	// closes any file descriptors a hostile sender passed along.
+	cred, credErr := credentials(oob)
+	if !bucket.take(s.clock.Now(), s.opts.RatePerSecond, s.opts.Burst) {
+		return cred, reject(ReasonRateLimited, "more than %g messages/s (burst %d) on one connection", s.opts.RatePerSecond, s.opts.Burst)
+	}
+	if truncated {
+		return cred, reject(ReasonTooLarge, "message larger than %d bytes", s.opts.MaxMessageBytes)
+	}
+	if credErr != nil {
+		return cred, credErr
+	}
+	msg, err := Decode(b)
+	if err == nil {
+		err = s.store.Update(id, connectedAt, cred, msg)
+	}
+	if err != nil {
+		var re *RejectError
+		if !errors.As(err, &re) {
+			re = reject(ReasonSchema, "%v", err)
+		}
+		return cred, re
+	}
+	return cred, nil
+}
+
+// credentials extracts the sender's kernel credentials from a message's control data. It
+// is pure (apart from closing passed descriptors) so tests can feed it a PID of 0, which
+// only a sender in a PID namespace the daemon cannot see produces.
+func credentials(oob []byte) (Cred, *RejectError) {
+	var cred Cred
+	found := false
+	for len(oob) > 0 {
+		hdr, data, rest, err := unix.ParseOneSocketControlMessage(oob)
+		if err != nil {
+			break
+		}
+		oob = rest
+		if hdr.Level != unix.SOL_SOCKET {
+			continue
+		}
+		m := unix.SocketControlMessage{Header: hdr, Data: data}
+		switch hdr.Type {
+		case unix.SCM_RIGHTS:
+			// The protocol passes no descriptors; never keep one a sender slipped in.
+			if fds, err := unix.ParseUnixRights(&m); err == nil {
+				for _, fd := range fds {
+					_ = unix.Close(fd)
+				}
+			}
+		case unix.SCM_CREDENTIALS:
+			if uc, err := unix.ParseUnixCredentials(&m); err == nil {
+				cred = Cred{PID: uint32(uc.Pid), UID: uc.Uid, GID: uc.Gid}
+				found = true
+			}
+		}
+	}
+	if !found {
+		return cred, reject(ReasonNoPID, "message carried no kernel credentials")
+	}
+	if cred.PID == 0 {
+		return cred, reject(ReasonNoPID, "the sender's PID is not visible in the daemon's PID namespace")
+	}
+	return cred, nil
+}
+
+func setPassCred(rc interface {
+	Control(func(fd uintptr)) error
+}) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("setting SO_PASSCRED: %w", serr)
+	}
+	return nil
+}
+
+// logLimiter allows one log line per key per rejectLogInterval and counts the rest.
+type logLimiter struct {
+	mu         sync.Mutex
+	last       map[string]time.Time
+	suppressed map[string]uint64
+}
+
+func (l *logLimiter) allow(key string, now time.Time) (ok bool, suppressed uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if last, seen := l.last[key]; seen && now.Sub(last) < rejectLogInterval {
+		l.suppressed[key]++
+		return false, 0
+	}
+	l.last[key] = now
+	suppressed = l.suppressed[key]
+	l.suppressed[key] = 0
+	return true, suppressed
+}
+
+func (s *Server) logReject(e *RejectError, cred Cred, id uint64) {
+	ok, suppressed := s.logs.allow(e.Reason, s.clock.Now())
+	if !ok {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("reason", e.Reason), zap.String("detail", e.Detail),
+		zap.Uint32("pid", cred.PID), zap.Uint64("conn", id),
+		zap.Uint64("suppressed_since_last_line", suppressed),
+	}
+	if e.Reason == ReasonNoPID {
+		fields = append(fields, zap.String("hint",
+			"the sender runs in a PID namespace this daemon cannot see; run the daemon in the host PID namespace (Kubernetes hostPID: true)"))
+	}
+	s.logger.Warn("rejected a push message", fields...)
+}
+
+// Stats returns a copy of the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	open := len(s.conns)
+	s.mu.Unlock()
+	st := Stats{
+		Connections:         open,
+		ConnectionsAccepted: s.accepted.Load(),
+		ConnectionsClosed:   s.closed.Load(),
+		MessagesAccepted:    s.messages.Load(),
+		BytesReceived:       s.bytes.Load(),
+		Rejected:            make(map[string]uint64, len(reasons)),
+		Disconnects:         make(map[string]uint64, len(disconnectReasons)),
+	}
+	for i, r := range reasons {
+		st.Rejected[r] = s.rejected[i].Load()
+	}
+	for i, r := range disconnectReasons {
+		st.Disconnects[r] = s.disconnects[i].Load()
+	}
+	return st
+}
+
+// Close stops accepting, closes every connection (their data leaves the store), waits for
+// their goroutines and removes the socket file if it is still the one this server bound.
+// It is safe to call more than once and from several goroutines.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.mu.Lock()
+		s.closing = true
+		ln := s.ln
+		conns := make([]*net.UnixConn, 0, len(s.conns))
+		for _, c := range s.conns {
+			conns = append(conns, c)
+		}
+		s.mu.Unlock()
+		var errs []error
+		if ln != nil {
+			if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, fmt.Errorf("closing push socket: %w", err))
+			}
+		}
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		s.wg.Wait()
+		if ln != nil {
+			if err := s.removeOwnSocket(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
