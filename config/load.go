@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ func parse(name string, data []byte) (Config, error) {
 		return Config{}, rewriteTypeError(name, data, te)
 	}
 	if err != nil {
-		return Config{}, fmt.Errorf("config file %s: %w", name, err)
+		return Config{}, fmt.Errorf("config file %s: %w (check the indentation and quoting near that line)", name, err)
 	}
 	// A second document would be silently ignored by Decode; say so instead.
 	var extra yaml.Node
@@ -68,7 +69,7 @@ func (p *Push) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain Push // same fields, no UnmarshalYAML, so no recursion
 	w := struct {
 		plain      `yaml:",inline"`
-		SocketMode *yaml.Node `yaml:"socket_mode"`
+		SocketMode yaml.Node `yaml:"socket_mode"` // a value: yaml.v3 fills only Node, not *Node
 	}{plain: plain(*p)}
 
 	var problems []string
@@ -80,10 +81,10 @@ func (p *Push) UnmarshalYAML(unmarshal func(any) error) error {
 		problems = append(problems, te.Errors...)
 	}
 	*p = Push(w.plain)
-	if w.SocketMode != nil {
-		m, err := modeFromNode(w.SocketMode)
+	if n := &w.SocketMode; !n.IsZero() && n.ShortTag() != "!!null" {
+		m, err := modeFromNode(n)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("line %d: push.socket_mode: %v", w.SocketMode.Line, err))
+			problems = append(problems, fmt.Sprintf("line %d: push.socket_mode: %v", n.Line, err))
 		} else {
 			p.SocketMode = m
 		}
@@ -132,11 +133,21 @@ func rewriteTypeError(name string, data []byte, te *yaml.TypeError) error {
 	var idx []entry
 	index(&root, nil, &idx)
 
-	errs := make([]error, 0, len(te.Errors))
-	for _, msg := range te.Errors {
+	// Push.UnmarshalYAML reports socket_mode after the rest of push; sort so the
+	// messages read top to bottom like the file.
+	msgs := slices.Clone(te.Errors)
+	slices.SortStableFunc(msgs, func(a, b string) int { return lineOf(a) - lineOf(b) })
+	errs := make([]error, 0, len(msgs))
+	for _, msg := range msgs {
 		errs = append(errs, fmt.Errorf("config file %s: %s", name, rewriteOne(msg, idx)))
 	}
 	return errors.Join(errs...)
+}
+
+func lineOf(msg string) int {
+	var n int
+	fmt.Sscanf(msg, "line %d:", &n)
+	return n
 }
 
 func rewriteOne(msg string, idx []entry) string {

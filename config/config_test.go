@@ -1,0 +1,428 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	v, err := Default().Validate()
+	if err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+	if got := v.Config(); got != Default() {
+		t.Errorf("Valid.Config() = %+v, want Default()", got)
+	}
+}
+
+func TestLoadFileGoodSetsEveryKey(t *testing.T) {
+	want := Config{
+		Web: Web{
+			ListenAddress: "127.0.0.1:10091",
+			TelemetryPath: "/vram/metrics",
+			ConfigFile:    "/etc/vram_exporter/web.yml",
+		},
+		Paths: Paths{Procfs: "/host/proc"},
+		Log:   Log{Level: "debug", Format: "json"},
+		NVML: NVML{
+			PollInterval: 500 * time.Millisecond,
+			LibraryPath:  "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+		},
+		Push: Push{
+			Socket:         "/var/run/vram/push.sock",
+			SocketMode:     0o640,
+			SocketGroup:    "vram",
+			TTL:            45 * time.Second,
+			MaxConnections: 128,
+		},
+		Trend: Trend{
+			Bucket:                time.Minute,
+			ShortWindow:           20 * time.Minute,
+			LongWindow:            4 * time.Hour,
+			WarmUp:                5 * time.Minute,
+			MinRateBytesPerSecond: 34952,
+			MinFit:                0.9,
+			MinDuration:           15 * time.Minute,
+		},
+		Trace:    Trace{Record: "/var/lib/vram_exporter/trace.jsonl", MaxBytes: 1 << 30},
+		Headroom: Headroom{SafetyMarginBytes: 4 << 30},
+		Demo:     Demo{Enabled: true, GPUs: 8, GPUMemoryBytes: 80 << 30, Speed: 60, Seed: 42},
+	}
+	got, err := LoadFile("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("LoadFile(good.yml)\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := got.Validate(); err != nil {
+		t.Errorf("good.yml does not validate: %v", err)
+	}
+	// Every field differs from its default, so a key the decoder skipped shows up here.
+	assertAllFieldsDiffer(t, got, Default())
+}
+
+func TestLoadFileEmptyMeansDefaults(t *testing.T) {
+	for _, f := range []string{"testdata/empty.yml", "testdata/comments-only.yml"} {
+		got, err := LoadFile(f)
+		if err != nil {
+			t.Fatalf("LoadFile(%s) = %v", f, err)
+		}
+		if got != Default() {
+			t.Errorf("LoadFile(%s) = %+v, want Default()", f, got)
+		}
+	}
+}
+
+func TestLoadFileKeepsDefaultsForKeysLeftOut(t *testing.T) {
+	got, err := LoadFile("testdata/partial.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.NVML.PollInterval = 2 * time.Second
+	if got != want {
+		t.Errorf("LoadFile(partial.yml)\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestLoadFileMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.yml")
+	_, err := LoadFile(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LoadFile(missing) = %v, want an error wrapping fs.ErrNotExist", err)
+	}
+	want := "config file " + path + ": open " + path + ": no such file or directory; check the path given to --config.file"
+	if err.Error() != want {
+		t.Errorf("LoadFile(missing) error\n got %s\nwant %s", err, want)
+	}
+}
+
+// invalidFiles pins the exact text a user reads for each testdata/invalid-*.yml: from
+// LoadFile when the file does not decode, else from Validate.
+var invalidFiles = []struct {
+	file string
+	want string
+}{
+	{"invalid-unknown-key.yml", `config file testdata/invalid-unknown-key.yml: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file`},
+	{"invalid-unknown-key-flow.yml", `config file testdata/invalid-unknown-key-flow.yml: line 1: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file`},
+	{"invalid-unknown-top-level-key.yml", `config file testdata/invalid-unknown-top-level-key.yml: line 3: unknown key "nvm" at the top level; known keys: web, paths, log, nvml, push, trend, trace, headroom, demo`},
+	{"invalid-wrong-type-duration.yml", `config file testdata/invalid-wrong-type-duration.yml: line 2: nvml.poll_interval: "fast" is not a duration; write a number with a unit, like "30s", "15m" or "2h"`},
+	{"invalid-wrong-type-bytes.yml", `config file testdata/invalid-wrong-type-bytes.yml: line 2: trace.max_bytes: "1GiB" is not a whole number; write a non-negative integer without quotes or units, like 4096`},
+	{"invalid-wrong-type-section.yml", `config file testdata/invalid-wrong-type-section.yml: line 1: web: "5" is not a mapping of keys; indent the keys of web below it (known keys: listen_address, telemetry_path, config_file)`},
+	{"invalid-wrong-types-many.yml", strings.Join([]string{
+		`config file testdata/invalid-wrong-types-many.yml: line 2: push.ttl: "soon" is not a duration; write a number with a unit, like "30s", "15m" or "2h"`,
+		`config file testdata/invalid-wrong-types-many.yml: line 3: push.max_connections: "lots" is not a whole number; write an integer without quotes, like 4096`,
+		`config file testdata/invalid-wrong-types-many.yml: line 4: push.socket_mode: 0660 is a bare number, which YAML may read as decimal or as octal; quote it as an octal string, like "0660"`,
+		`config file testdata/invalid-wrong-types-many.yml: line 5: unknown key "sokcet" in push; known keys: socket, socket_mode, socket_group, ttl, max_connections`,
+		`config file testdata/invalid-wrong-types-many.yml: line 7: trend.min_fit: "high" is not a number; write a number without quotes, like 0.8`,
+	}, "\n")},
+	{"invalid-socket-mode-number.yml", `config file testdata/invalid-socket-mode-number.yml: line 2: push.socket_mode: 0660 is a bare number, which YAML may read as decimal or as octal; quote it as an octal string, like "0660"`},
+	{"invalid-socket-mode-string.yml", `config file testdata/invalid-socket-mode-string.yml: line 2: push.socket_mode: "0999" is not an octal mode; write octal digits, like "0660"`},
+	{"invalid-socket-mode-setuid.yml", `config file testdata/invalid-socket-mode-setuid.yml: line 2: push.socket_mode: "4770" has bits outside 0777; use permission bits only, like "0660"`},
+	{"invalid-syntax.yml", `config file testdata/invalid-syntax.yml: yaml: line 2: did not find expected key (check the indentation and quoting near that line)`},
+	{"invalid-two-documents.yml", `config file testdata/invalid-two-documents.yml: line 4: a second YAML document starts here; put all settings in one document`},
+
+	{"invalid-poll-interval-zero.yml", `nvml.poll_interval: 0s is out of range; use 100ms to 1m`},
+	{"invalid-poll-interval-long.yml", `nvml.poll_interval: 2m is out of range; use 100ms to 1m`},
+	{"invalid-ttl.yml", `push.ttl: 1.5s is shorter than twice nvml.poll_interval (1s); use at least 2s`},
+	{"invalid-window-order.yml", `trend.long_window: 15m is not longer than trend.short_window (2h); make long_window longer than short_window`},
+	{"invalid-window-equal.yml", `trend.long_window: 30m is not longer than trend.short_window (30m); make long_window longer than short_window`},
+	{"invalid-window-multiple.yml", `trend.short_window: 1m40s is not a multiple of trend.bucket (30s); use 1m30s or 2m`},
+	{"invalid-window-too-short.yml", `trend.short_window: 1m is shorter than 4 buckets of trend.bucket (30s); use at least 2m`},
+	{"invalid-min-fit.yml", `trend.min_fit: 1.5 is out of range; use 0 to 1`},
+	{"invalid-log-level.yml", `log.level: "verbose" is not a log level; use one of debug, info, warn, error`},
+	{"invalid-log-format.yml", `log.format: "xml" is not a log format; use one of console, json`},
+	{"invalid-telemetry-path.yml", `web.telemetry_path: "metrics" does not start with "/"; use a URL path like "/metrics"`},
+	{"invalid-listen-address.yml", `web.listen_address: "localhost" is not host:port; use host:port or :port, like ":10090"`},
+	{"invalid-socket-relative.yml", `push.socket: "push.sock" is a relative path; use an absolute path like "/run/vram_exporter/push.sock", or "" to disable the push socket`},
+	{"invalid-max-connections.yml", `push.max_connections: 0 is out of range; use at least 1`},
+	{"invalid-trace-max-bytes.yml", `trace.max_bytes: 10 is below the minimum of 1048576 (1 MiB); raise it`},
+	{"invalid-demo-speed.yml", `demo.speed: 0 is out of range; use 1 (real time) to 3600`},
+	{"invalid-many.yml", strings.Join([]string{
+		`web.listen_address: "localhost" is not host:port; use host:port or :port, like ":10090"`,
+		`log.level: "verbose" is not a log level; use one of debug, info, warn, error`,
+		`log.format: "xml" is not a log format; use one of console, json`,
+		`push.max_connections: 0 is out of range; use at least 1`,
+		`demo.speed: 0 is out of range; use 1 (real time) to 3600`,
+	}, "\n")},
+}
+
+func TestInvalidFiles(t *testing.T) {
+	for _, tc := range invalidFiles {
+		t.Run(tc.file, func(t *testing.T) {
+			c, err := LoadFile(filepath.Join("testdata", tc.file))
+			if err == nil {
+				var v Valid
+				v, err = c.Validate()
+				if err == nil {
+					t.Fatalf("no error; Validate accepted %+v", v.Config())
+				}
+				if v != (Valid{}) {
+					t.Errorf("Validate returned a non-zero Valid alongside its error")
+				}
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error text\n got: %s\nwant: %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// A testdata file nobody asserts on is a test that silently does nothing.
+func TestEveryInvalidFileIsInTheTable(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid-*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, tc := range invalidFiles {
+		listed[tc.file] = true
+	}
+	for _, f := range files {
+		if !listed[filepath.Base(f)] {
+			t.Errorf("%s has no entry in invalidFiles", f)
+		}
+	}
+	if len(files) != len(invalidFiles) {
+		t.Errorf("%d invalid-*.yml files, %d table entries", len(files), len(invalidFiles))
+	}
+}
+
+// TestValidateInCode covers rules that are awkward to reach from a file (NaN, long
+// paths, mode bits) and the cross-key rules' edges.
+func TestValidateInCode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string // "" means valid
+	}{
+		{"ttl exactly twice the poll interval", func(c *Config) { c.Push.TTL = 2 * c.NVML.PollInterval }, ""},
+		{"poll interval at both bounds", func(c *Config) { c.NVML.PollInterval = 100 * time.Millisecond }, ""},
+		{"poll interval at the top", func(c *Config) {
+			c.NVML.PollInterval = time.Minute
+			c.Push.TTL = 2 * time.Minute
+			c.Trend.Bucket = time.Minute
+		}, ""},
+		{"push socket off", func(c *Config) { c.Push.Socket = "" }, ""},
+		{"min fit at the edges", func(c *Config) { c.Trend.MinFit = 0 }, ""},
+		{"listen address with host", func(c *Config) { c.Web.ListenAddress = "[::1]:10090" }, ""},
+		{"listen address without port number", func(c *Config) { c.Web.ListenAddress = "localhost:" },
+			`web.listen_address: "localhost:" is not host:port; use host:port or :port, like ":10090"`},
+		{"bare IPv6", func(c *Config) { c.Web.ListenAddress = "::1:10090" },
+			`web.listen_address: "::1:10090" is not host:port; use host:port or :port, like ":10090"`},
+		{"min fit NaN", func(c *Config) { c.Trend.MinFit = math.NaN() }, `trend.min_fit: NaN is out of range; use 0 to 1`},
+		{"min fit negative", func(c *Config) { c.Trend.MinFit = -0.1 }, `trend.min_fit: -0.1 is out of range; use 0 to 1`},
+		{"socket path too long", func(c *Config) { c.Push.Socket = "/" + strings.Repeat("s", 107) },
+			`push.socket: "/` + strings.Repeat("s", 107) + `" is 108 bytes long; a unix socket path may be at most 107 bytes, so use a shorter directory`},
+		{"socket mode bits", func(c *Config) { c.Push.SocketMode = os.ModeSetuid | 0o660 },
+			`push.socket_mode: 040000660 has bits outside 0777; use permission bits only, like "0660"`},
+		{"empty procfs", func(c *Config) { c.Paths.Procfs = "" }, `paths.procfs: is empty; use the procfs mount point, usually "/proc"`},
+		{"bucket zero", func(c *Config) { c.Trend.Bucket = 0 }, `trend.bucket: 0s is out of range; use a positive duration like "30s"`},
+		{"bucket shorter than a poll", func(c *Config) {
+			c.NVML.PollInterval = 10 * time.Second
+			c.Trend.Bucket = 5 * time.Second
+		}, `trend.bucket: 5s is shorter than nvml.poll_interval (10s), so some buckets would hold no sample; use at least 10s`},
+		{"window zero", func(c *Config) { c.Trend.ShortWindow = 0 },
+			`trend.short_window: 0s is not a positive multiple of trend.bucket (30s); use a multiple like 2m`},
+		{"window below one bucket", func(c *Config) { c.Trend.LongWindow = 10 * time.Second },
+			`trend.long_window: 10s is not a positive multiple of trend.bucket (30s); use a multiple like 2m`},
+		{"negative warm-up", func(c *Config) { c.Trend.WarmUp = -time.Second },
+			`trend.warm_up: -1s is negative; use 0 to turn warm-up off, or a duration like "10m"`},
+		{"negative min duration", func(c *Config) { c.Trend.MinDuration = -time.Minute },
+			`trend.min_duration: -1m is negative; use 0 or a duration like "10m"`},
+		{"zero min rate", func(c *Config) { c.Trend.MinRateBytesPerSecond = 0 },
+			`trend.min_rate_bytes_per_second: 0 would call any growth a leak; use at least 1, like 17476 (1 MiB per minute)`},
+		{"demo gpus", func(c *Config) { c.Demo.GPUs = 0 }, `demo.gpus: 0 is out of range; use 1 to 64`},
+		{"demo memory", func(c *Config) { c.Demo.GPUMemoryBytes = 1 << 20 },
+			`demo.gpu_memory_bytes: 1048576 is below the minimum of 1073741824 (1 GiB); use a real GPU's size, like 150754820096`},
+		{"demo too fast", func(c *Config) { c.Demo.Speed = 3601 }, `demo.speed: 3601 is out of range; use 1 (real time) to 3600`},
+		// A broken poll interval must not drag the rules built on it into the report.
+		{"poll interval broken alone", func(c *Config) { c.NVML.PollInterval = 0; c.Push.TTL = 0 },
+			`nvml.poll_interval: 0s is out of range; use 100ms to 1m`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.edit(&c)
+			_, err := c.Validate()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Validate()\n got: %s\nwant: %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestZeroValidPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Valid{}.Config() did not panic")
+		}
+	}()
+	_ = Valid{}.Config()
+}
+
+func TestValidHoldsItsOwnCopy(t *testing.T) {
+	c := Default()
+	v, err := c.Validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Log.Level = "nonsense"
+	got := v.Config()
+	got.Log.Format = "nonsense"
+	if v.Config() != Default() {
+		t.Errorf("a validated config changed after Validate: %+v", v.Config())
+	}
+}
+
+func TestSocketDirMode(t *testing.T) {
+	for _, tc := range []struct{ socket, dir os.FileMode }{
+		{0o660, 0o770},
+		{0o600, 0o700},
+		{0o640, 0o750},
+		{0o666, 0o777},
+		{0o220, 0o220}, // write-only: no read, so no search bit either
+	} {
+		if got := (Push{SocketMode: tc.socket}).SocketDirMode(); got != tc.dir {
+			t.Errorf("SocketDirMode(%04o) = %04o, want %04o", tc.socket, got, tc.dir)
+		}
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    os.FileMode
+		wantErr string
+	}{
+		{"0660", 0o660, ""},
+		{"660", 0o660, ""},
+		{"0o640", 0o640, ""},
+		{"0", 0, ""},
+		{"0777", 0o777, ""},
+		{"", 0, `"" is not an octal mode; write octal digits, like "0660"`},
+		{"0o", 0, `"0o" is not an octal mode; write octal digits, like "0660"`},
+		{"+660", 0, `"+660" is not an octal mode; write octal digits, like "0660"`},
+		{"rw-rw----", 0, `"rw-rw----" is not an octal mode; write octal digits, like "0660"`},
+		{"01777", 0, `"01777" has bits outside 0777; use permission bits only, like "0660"`},
+	} {
+		got, err := parseMode(tc.in)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if got != tc.want || gotErr != tc.wantErr {
+			t.Errorf("parseMode(%q) = %04o, %q; want %04o, %q", tc.in, got, gotErr, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestFmtDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                     "0s",
+		500 * time.Millisecond:                "500ms",
+		time.Minute:                           "1m",
+		90 * time.Second:                      "1m30s",
+		2 * time.Hour:                         "2h",
+		2*time.Hour + 30*time.Minute:          "2h30m",
+		2*time.Hour + 30*time.Second:          "2h0m30s",
+		-time.Minute:                          "-1m",
+		time.Hour + time.Minute + time.Second: "1h1m1s",
+	} {
+		if got := fmtDuration(d); got != want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// FuzzLoad feeds arbitrary bytes to the decoder: it must return defaults, a config or an
+// error, never panic (the error rewriting indexes into yaml.v3's messages).
+func FuzzLoad(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*.yml")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parse("fuzz.yml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "config file fuzz.yml: ") {
+				t.Errorf("error without the file name: %v", err)
+			}
+			return
+		}
+		_, _ = c.Validate()
+	})
+}
+
+// assertAllFieldsDiffer fails for every leaf of got that equals the same leaf of def.
+func assertAllFieldsDiffer(t *testing.T, got, def Config) {
+	t.Helper()
+	pairs := []struct {
+		key       string
+		got, want any
+	}{
+		{"web.listen_address", got.Web.ListenAddress, def.Web.ListenAddress},
+		{"web.telemetry_path", got.Web.TelemetryPath, def.Web.TelemetryPath},
+		{"web.config_file", got.Web.ConfigFile, def.Web.ConfigFile},
+		{"paths.procfs", got.Paths.Procfs, def.Paths.Procfs},
+		{"log.level", got.Log.Level, def.Log.Level},
+		{"log.format", got.Log.Format, def.Log.Format},
+		{"nvml.poll_interval", got.NVML.PollInterval, def.NVML.PollInterval},
+		{"nvml.library_path", got.NVML.LibraryPath, def.NVML.LibraryPath},
+		{"push.socket", got.Push.Socket, def.Push.Socket},
+		{"push.socket_mode", got.Push.SocketMode, def.Push.SocketMode},
+		{"push.socket_group", got.Push.SocketGroup, def.Push.SocketGroup},
+		{"push.ttl", got.Push.TTL, def.Push.TTL},
+		{"push.max_connections", got.Push.MaxConnections, def.Push.MaxConnections},
+		{"trend.bucket", got.Trend.Bucket, def.Trend.Bucket},
+		{"trend.short_window", got.Trend.ShortWindow, def.Trend.ShortWindow},
+		{"trend.long_window", got.Trend.LongWindow, def.Trend.LongWindow},
+		{"trend.warm_up", got.Trend.WarmUp, def.Trend.WarmUp},
+		{"trend.min_rate_bytes_per_second", got.Trend.MinRateBytesPerSecond, def.Trend.MinRateBytesPerSecond},
+		{"trend.min_fit", got.Trend.MinFit, def.Trend.MinFit},
+		{"trend.min_duration", got.Trend.MinDuration, def.Trend.MinDuration},
+		{"trace.record", got.Trace.Record, def.Trace.Record},
+		{"trace.max_bytes", got.Trace.MaxBytes, def.Trace.MaxBytes},
+		{"headroom.safety_margin_bytes", got.Headroom.SafetyMarginBytes, def.Headroom.SafetyMarginBytes},
+		{"demo.enabled", got.Demo.Enabled, def.Demo.Enabled},
+		{"demo.gpus", got.Demo.GPUs, def.Demo.GPUs},
+		{"demo.gpu_memory_bytes", got.Demo.GPUMemoryBytes, def.Demo.GPUMemoryBytes},
+		{"demo.speed", got.Demo.Speed, def.Demo.Speed},
+		{"demo.seed", got.Demo.Seed, def.Demo.Seed},
+	}
+	for _, p := range pairs {
+		if p.got == p.want {
+			t.Errorf("%s = %v, the default; set it to something else so the test sees it decoded", p.key, p.got)
+		}
+	}
+	// A key added to the schema must be added to pairs and good.yml too.
+	if n := countKeys(nil); n != len(pairs) {
+		t.Errorf("the schema has %d keys but assertAllFieldsDiffer checks %d; add the new key to good.yml and here", n, len(pairs))
+	}
+}
+
+func countKeys(path []string) int {
+	keys := knownKeys(path)
+	if keys == nil {
+		return 1
+	}
+	n := 0
+	for _, k := range keys {
+		n += countKeys(append(append([]string(nil), path...), k))
+	}
+	return n
+}
