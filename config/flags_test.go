@@ -1,0 +1,229 @@
+package config
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// newApp builds the daemon's command line the way cmd/vram_exporter does: the daemon is
+// the default command and other subcommands exist beside it. Each test gets its own
+// Application, so nothing is shared between tests.
+func newApp(t *testing.T) (*kingpin.Application, *Flags) {
+	t.Helper()
+	app := kingpin.New("vram_exporter", "test")
+	app.Terminate(nil)
+	app.UsageWriter(io.Discard)
+	app.ErrorWriter(io.Discard)
+	serve := app.Command("serve", "Run the daemon.").Default()
+	app.Command("triage", "Ask a running daemon what is growing.")
+	app.Command("replay", "Replay a recorded trace.")
+	return app, RegisterFlags(serve)
+}
+
+func parseArgs(t *testing.T, args ...string) *Flags {
+	t.Helper()
+	app, f := newApp(t)
+	if _, err := app.Parse(args); err != nil {
+		t.Fatalf("Parse(%q) = %v", args, err)
+	}
+	return f
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func load(t *testing.T, f *Flags) Config {
+	t.Helper()
+	v, err := f.Load()
+	if err != nil {
+		t.Fatalf("Load() = %v", err)
+	}
+	return v.Config()
+}
+
+func TestFlagsWithoutFileOrFlagsGiveDefaults(t *testing.T) {
+	f := parseArgs(t)
+	if got := load(t, f); got != Default() {
+		t.Errorf("Load() = %+v, want Default()", got)
+	}
+	if f.CheckOnly() {
+		t.Error("CheckOnly() = true without --config.check")
+	}
+	if f.ConfigFile() != "" {
+		t.Errorf("ConfigFile() = %q, want \"\"", f.ConfigFile())
+	}
+}
+
+func TestFlagSetByUserOverridesFileAndFlagLeftAloneDoesNot(t *testing.T) {
+	path := writeFile(t, `
+web:
+  listen_address: ":10091"
+log:
+  level: debug
+nvml:
+  poll_interval: 2s
+push:
+  ttl: 10s
+`)
+	f := parseArgs(t, "--config.file", path, "--log.level=warn", "--push.ttl=1m")
+	got := load(t, f)
+
+	want := Default()
+	want.Web.ListenAddress = ":10091"        // file, flag left alone
+	want.NVML.PollInterval = 2 * time.Second // file, flag left alone
+	want.Log.Level = "warn"                  // flag over file
+	want.Push.TTL = time.Minute              // flag over file
+	if got != want {
+		t.Errorf("Load()\n got %+v\nwant %+v", got, want)
+	}
+	if f.ConfigFile() != path {
+		t.Errorf("ConfigFile() = %q, want %q", f.ConfigFile(), path)
+	}
+}
+
+// A user who passes the default value explicitly still means it: it beats the file.
+func TestFlagSetToItsDefaultStillOverridesFile(t *testing.T) {
+	path := writeFile(t, "log:\n  level: debug\ndemo:\n  enabled: true\n")
+	got := load(t, parseArgs(t, "--config.file="+path, "--log.level=info", "--no-demo"))
+	if got.Log.Level != "info" || got.Demo.Enabled {
+		t.Errorf("Load() log.level=%q demo.enabled=%v, want info and false", got.Log.Level, got.Demo.Enabled)
+	}
+}
+
+func TestEveryFlagReachesItsKey(t *testing.T) {
+	got := load(t, parseArgs(t,
+		"--web.listen-address=127.0.0.1:10091",
+		"--web.config.file=/etc/web.yml",
+		"--web.telemetry-path=/m",
+		"--path.procfs=/host/proc",
+		"--nvml.poll-interval=500ms",
+		"--nvml.library-path=/lib/libnvidia-ml.so.1",
+		"--log.level=debug",
+		"--log.format=json",
+		"--push.socket=/tmp/p.sock",
+		"--push.socket-mode=0600",
+		"--push.socket-group=vram",
+		"--push.ttl=5s",
+		"--push.max-connections=7",
+		"--trend.short-window=20m",
+		"--trend.long-window=3h",
+		"--trace.record=/tmp/trace.jsonl",
+		"--trace.max-bytes=2097152",
+		"--demo",
+		"--demo.speed=60",
+		"--demo.seed=9",
+	))
+	want := Default()
+	want.Web = Web{ListenAddress: "127.0.0.1:10091", TelemetryPath: "/m", ConfigFile: "/etc/web.yml"}
+	want.Paths.Procfs = "/host/proc"
+	want.NVML = NVML{PollInterval: 500 * time.Millisecond, LibraryPath: "/lib/libnvidia-ml.so.1"}
+	want.Log = Log{Level: "debug", Format: "json"}
+	want.Push = Push{Socket: "/tmp/p.sock", SocketMode: 0o600, SocketGroup: "vram", TTL: 5 * time.Second, MaxConnections: 7}
+	want.Trend.ShortWindow = 20 * time.Minute
+	want.Trend.LongWindow = 3 * time.Hour
+	want.Trace = Trace{Record: "/tmp/trace.jsonl", MaxBytes: 2 << 20}
+	want.Demo.Enabled = true
+	want.Demo.Speed = 60
+	want.Demo.Seed = 9
+	if got != want {
+		t.Errorf("Load()\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestFlagsAreValidatedTogetherWithFile(t *testing.T) {
+	path := writeFile(t, "nvml:\n  poll_interval: 10s\n")
+	// The file's poll interval and the flag's TTL are fine alone, not together.
+	_, err := parseArgs(t, "--config.file="+path, "--push.ttl=15s").Load()
+	want := "push.ttl: 15s is shorter than twice nvml.poll_interval (10s); use at least 20s"
+	if err == nil || err.Error() != want {
+		t.Errorf("Load() = %v, want %s", err, want)
+	}
+}
+
+func TestFlagsReportFileErrors(t *testing.T) {
+	path := writeFile(t, "web:\n  listen_adress: x\n")
+	_, err := parseArgs(t, "--config.file="+path).Load()
+	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file`
+	if err == nil || err.Error() != want {
+		t.Errorf("Load() = %v, want %s", err, want)
+	}
+}
+
+func TestBadSocketModeFlagFailsAtParse(t *testing.T) {
+	app, _ := newApp(t)
+	_, err := app.Parse([]string{"--push.socket-mode=999"})
+	if err == nil || !strings.Contains(err.Error(), `--push.socket-mode: "999" is not an octal mode; write octal digits, like "0660"`) {
+		t.Errorf("Parse() = %v, want the socket mode error", err)
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	if !parseArgs(t, "--config.check").CheckOnly() {
+		t.Error("CheckOnly() = false with --config.check")
+	}
+}
+
+// The daemon's flags live on its (default) command, so the other subcommands parse
+// without them and an explicit "serve" takes them too.
+func TestFlagsOnDefaultCommand(t *testing.T) {
+	app, f := newApp(t)
+	cmd, err := app.Parse([]string{"triage"})
+	if err != nil || cmd != "triage" {
+		t.Fatalf("Parse(triage) = %q, %v", cmd, err)
+	}
+	app, f = newApp(t)
+	if _, err := app.Parse([]string{"serve", "--log.format=json"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(t, f); got.Log.Format != "json" {
+		t.Errorf("log.format = %q after serve --log.format=json", got.Log.Format)
+	}
+}
+
+// RegisterFlags also works on the application itself.
+func TestFlagsOnApplication(t *testing.T) {
+	app := kingpin.New("vram_exporter", "test")
+	app.Terminate(nil)
+	f := RegisterFlags(app)
+	if _, err := app.Parse([]string{"--demo.seed=3"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(t, f); got.Demo.Seed != 3 {
+		t.Errorf("demo.seed = %d, want 3", got.Demo.Seed)
+	}
+}
+
+// Each overriding flag's help names its YAML key and its default, so --help and the
+// file's documentation cannot drift apart silently.
+func TestFlagHelpNamesKeyAndDefault(t *testing.T) {
+	app := kingpin.New("vram_exporter", "test")
+	RegisterFlags(app)
+	seen := 0
+	for _, fl := range app.Model().Flags {
+		if fl.Hidden || fl.Name == "help" || fl.Name == "config.file" || fl.Name == "config.check" {
+			continue // kingpin's own flags, and the two that override nothing
+		}
+		seen++
+		if !strings.Contains(fl.Help, "(YAML ") || !strings.Contains(fl.Help, ", default ") {
+			t.Errorf("--%s help %q does not name its YAML key and default", fl.Name, fl.Help)
+		}
+		if len(fl.Default) > 0 {
+			t.Errorf("--%s has a kingpin default %q, which would hide the file's value", fl.Name, fl.Default)
+		}
+	}
+	if seen != 20 {
+		t.Errorf("%d overriding flags, want 20", seen)
+	}
+}
