@@ -72,7 +72,6 @@ type Poller struct {
 	nvmlVersion   string
 	devices       []deviceState // per NVML index, rebuilt when the count changes
 	errs          map[ErrorKey]uint64
-	errsShared    map[ErrorKey]uint64 // the copy handed out in the last snapshot
 	kinds         [8][]string         // Process.Kinds per list bitmask, shared by snapshots
 	scratch       procScratch
 	lastProcs     int // capacity hint for the next snapshot's Processes
@@ -290,15 +289,11 @@ func (p *Poller) countLocked(call string, ret gonvml.Return) {
 
 func (p *Poller) countNameLocked(call, name string) {
 	p.errs[ErrorKey{Call: call, Error: name}]++
-	p.errsShared = nil
 }
 
-// errorsLocked returns a copy of the counters, reusing the previous copy while nothing
-// changed: snapshots are immutable, so sharing an unchanged map is safe and keeps a
-// quiet poll from allocating one per tick.
+// errorsLocked returns a fresh copy of the counters for a snapshot. Each snapshot gets
+// its own map (one small allocation per poll) so that a consumer that writes to one by
+// mistake cannot corrupt the counters or later snapshots.
 func (p *Poller) errorsLocked() map[ErrorKey]uint64 {
-	if p.errsShared == nil {
-		p.errsShared = maps.Clone(p.errs)
-	}
-	return p.errsShared
+	return maps.Clone(p.errs)
 }
