@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The end-to-end tests build the real binary, run it as a separate process without a
+// GPU, talk to it over HTTP and the push socket, and stop it with SIGTERM.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vram_exporter-e2e")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "vram_exporter")
+		cmd := exec.Command("go", "build", "-race", "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+type daemonProc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	addr   string
+	socket string
+	mu     sync.Mutex
+	logs   []map[string]any
+	done   chan error
+}
+
+// startDaemon runs the binary with NVML pointed at a library that does not exist, so the
+// test behaves the same on a GPU machine and off it.
+func startDaemon(t *testing.T, extra ...string) *daemonProc {
+	t.Helper()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	d := &daemonProc{t: t, socket: filepath.Join(dir, "run", "push.sock"), done: make(chan error, 1)}
+	args := append([]string{
+		"--web.listen-address=127.0.0.1:0",
+		"--log.format=json", "--log.level=debug",
+		"--nvml.library-path=" + filepath.Join(dir, "no-such-libnvidia-ml.so.1"),
+		"--nvml.poll-interval=100ms",
+		"--push.socket=" + d.socket,
+		"--push.ttl=1s",
+	}, extra...)
+	d.cmd = exec.Command(bin, args...)
+	stderr, err := d.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				m = map[string]any{"raw": sc.Text()}
+			}
+			d.mu.Lock()
+			d.logs = append(d.logs, m)
+			d.mu.Unlock()
+			if m["msg"] == "listening" {
+				addrc <- m["address"].(string)
+			}
+		}
+	}()
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+	})
+	select {
+	case d.addr = <-addrc:
+	case err := <-d.done:
+		t.Fatalf("daemon exited before listening: %v\nlogs: %v", err, d.logLines())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("daemon did not start listening; logs: %v", d.logLines())
+	}
+	return d
+}
+
+func (d *daemonProc) logLines() []map[string]any {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]map[string]any(nil), d.logs...)
+}
+
+func (d *daemonProc) get(path string) (int, string) {
+	d.t.Helper()
+	resp, err := http.Get("http://" + d.addr + path)
+	if err != nil {
+		d.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func (d *daemonProc) metrics() string {
+	code, body := d.get("/metrics")
+	if code != 200 {
+		d.t.Fatalf("/metrics answered %d: %s", code, body)
+	}
+	return body
+}
+
+// waitMetrics scrapes until cond holds; the deadline is a safety net, not a timing
+// assumption (the daemon joins every 100ms).
+func (d *daemonProc) waitMetrics(what string, cond func(string) bool) string {
+	d.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		body := d.metrics()
+		if cond(body) {
+			return body
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s; last /metrics:\n%s", what, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (d *daemonProc) stop() {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		d.t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			d.t.Fatalf("daemon exit after SIGTERM: %v (want exit 0); logs: %v", err, d.logLines())
+		}
+	case <-time.After(30 * time.Second):
+		d.t.Fatal("daemon did not exit within 30s of SIGTERM")
+	}
+}
+
+func metricValue(body, series string) (string, bool) {
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`)
+	m := re.FindStringSubmatch(body)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+func TestDaemonWithoutNVMLServesMetricsAndStopsCleanly(t *testing.T) {
+	d := startDaemon(t)
+	body := d.waitMetrics("vram_nvml_up", func(b string) bool { return strings.Contains(b, "vram_nvml_up ") })
+	if v, _ := metricValue(body, "vram_nvml_up"); v != "0" {
+		t.Errorf("vram_nvml_up = %q, want 0 without NVML", v)
+	}
+	for _, want := range []string{
+		"# HELP vram_nvml_up ", "vram_exporter_build_info{", `vram_collector_success{collector="nvml"} 0`,
+		`vram_push_connections 0`, `vram_push_rejected_total{reason="invalid_json"} 0`, "vram_demo_mode 0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if code, _ := d.get("/"); code != 200 {
+		t.Errorf("landing page answered %d", code)
+	}
+	if code, _ := d.get("/-/healthy"); code != 200 {
+		t.Errorf("/-/healthy answered %d", code)
+	}
+	if _, err := os.Stat(d.socket); err != nil {
+		t.Errorf("push socket not created: %v", err)
+	}
+	d.stop()
+	if _, err := os.Stat(d.socket); !os.IsNotExist(err) {
+		t.Errorf("push socket left behind after SIGTERM: %v", err)
+	}
+	warns := 0
+	for _, l := range d.logLines() {
+		if l["level"] == "warn" && strings.Contains(fmt.Sprint(l["msg"]), "NVML is not available") {
+			warns++
+		}
+	}
+	if warns != 1 {
+		t.Errorf("want exactly one warn line about NVML being unavailable, got %d: %v", warns, d.logLines())
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yml")
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(good, []byte("nvml:\n  poll_interval: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("nvml:\n  poll_intervall: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--config.file="+good, "--config.check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--config.check on a good file: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "--config.file="+bad, "--config.check").CombinedOutput()
+	var ee *exec.ExitError
+	if err == nil || !errorsAs(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("--config.check on a bad file: err=%v, want exit 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `poll_intervall`) || !strings.Contains(string(out), "line 2") {
+		t.Errorf("error should name the unknown key and its line, got:\n%s", out)
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}

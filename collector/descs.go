@@ -1,0 +1,155 @@
+package collector
+
+import (
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+)
+
+// Label sets. pid is inherent to per-process metrics; every other label is bounded
+// (GPU count, pool count per process, a fixed enum).
+var (
+	gpuLabels     = []string{"uuid", "gpu"}
+	procLabels    = []string{"pid", "uuid", "gpu"}
+	poolLabels    = []string{"pid", "uuid", "gpu", "pool", "parent"}
+	growthLabels  = []string{"pid", "uuid", "gpu", "series", "window"}
+	verdictLabels = []string{"pid", "uuid", "gpu", "verdict"}
+)
+
+const sampled = " Sampled by the daemon every --nvml.poll-interval, not at scrape time."
+
+type descs struct {
+	nvmlUp, nvmlInfo, nvmlPollDuration, nvmlErrors                       *prometheus.Desc
+	gpuInfo, gpuTotal, gpuUsed, gpuFree, gpuDriverReserved               *prometheus.Desc
+	gpuBAR1Total, gpuBAR1Used                                            *prometheus.Desc
+	procUsed, procUnattributed, procInfo, procRSS, procStart             *prometheus.Desc
+	rtAllocated, rtReserved, rtCached, rtPeak, rtActive, rtInactiveSplit *prometheus.Desc
+	rtLimit, rtRetries, rtOOMs                                           *prometheus.Desc
+	pushConnections, pushConnectionsTotal, pushMessages, pushBytes       *prometheus.Desc
+	pushRejected, pushDisconnects, pushProcesses, pushAge                *prometheus.Desc
+	pushClientDropped, pushUnknownDevices                                *prometheus.Desc
+	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *prometheus.Desc
+	collectorSuccess, collectorDuration, demo                            *prometheus.Desc
+}
+
+func nd(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(namespace+"_"+name, help, labels, nil)
+}
+
+func newDescs() descs {
+	return descs{
+		nvmlUp:           nd("nvml_up", "1 if NVML is initialised and the last poll enumerated the GPUs, 0 if NVML is unavailable (no driver, library not found, driver gone)."),
+		nvmlInfo:         nd("nvml_info", "NVIDIA driver and NVML library versions; always 1.", "driver_version", "nvml_version"),
+		nvmlPollDuration: nd("nvml_poll_duration_seconds", "Wall time of the last NVML poll over all GPUs and process lists."),
+		nvmlErrors:       nd("nvml_errors_total", "NVML calls that failed, by call and NVML error, since the daemon started. A failing GPU is left out; the others still export.", "call", "error"),
+
+		gpuInfo:           nd("gpu_info", "GPU (or MIG device) identity; always 1. memory_api says whether memory came from nvmlDeviceGetMemoryInfo_v2 (v2) or the older v1 call.", "uuid", "gpu", "name", "pci_bus_id", "memory_api", "mig_mode", "parent_uuid", "gpu_instance_id", "compute_instance_id"),
+		gpuTotal:          nd("gpu_memory_total_bytes", "Total memory of the GPU (NVML)."+sampled, gpuLabels...),
+		gpuUsed:           nd("gpu_memory_used_bytes", "Memory in use on the GPU (NVML; with memory_api v2 this excludes the driver's own reservation)."+sampled, gpuLabels...),
+		gpuFree:           nd("gpu_memory_free_bytes", "Free memory on the GPU (NVML)."+sampled, gpuLabels...),
+		gpuDriverReserved: nd("gpu_memory_driver_reserved_bytes", "Memory the driver reserves for itself (NVML v2 'reserved'; absent with memory_api v1). Not the allocator's reserved bytes."+sampled, gpuLabels...),
+		gpuBAR1Total:      nd("gpu_bar1_total_bytes", "Total BAR1 (host-mappable) memory of the GPU.", gpuLabels...),
+		gpuBAR1Used:       nd("gpu_bar1_used_bytes", "BAR1 (host-mappable) memory in use."+sampled, gpuLabels...),
+
+		procUsed:         nd("process_gpu_memory_used_bytes", "GPU memory a process holds as the driver sees it (NVML compute, graphics and MPS lists, deduplicated). pid is a host PID."+sampled, procLabels...),
+		procUnattributed: nd("process_unattributed_bytes", "Driver view minus allocator view: process GPU memory used minus the reserved bytes of its top-level pushed pools. CUDA context, cuBLAS/cuDNN/NCCL workspaces, TensorRT persistent memory, plugins. Negative when an allocator reports more than the driver sees."+sampled, procLabels...),
+		procInfo:         nd("process_info", "Facts about a GPU process from procfs; always 1. Join with `* on(pid) group_left(comm, container_id) vram_process_info`. container_id matches kube-state-metrics.", "pid", "comm", "cmdline", "container_id", "pod_uid"),
+		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs.", "pid"),
+		procStart:        nd("process_start_time_seconds", "Start time of a GPU process since the Unix epoch; a new value for the same pid is a new process.", "pid"),
+
+		rtAllocated:     nd("runtime_allocated_bytes", "Bytes live tensors/buffers occupy in an allocator pool, as pushed by the process. Nested pools (parent set) are inside their parent.", poolLabels...),
+		rtReserved:      nd("runtime_reserved_bytes", "Bytes an allocator pool holds from the driver, allocated or cached, as pushed by the process.", poolLabels...),
+		rtCached:        nd("runtime_cached_bytes", "Reserved minus allocated: memory the allocator keeps cached for reuse. Looks like a leak in nvidia-smi, but is a cache.", poolLabels...),
+		rtPeak:          nd("runtime_peak_allocated_bytes", "Peak allocated bytes of the pool since process start (or the runtime's last reset), as pushed.", poolLabels...),
+		rtActive:        nd("runtime_active_bytes", "Bytes in active allocator blocks, as pushed.", poolLabels...),
+		rtInactiveSplit: nd("runtime_inactive_split_bytes", "Bytes in inactive, split allocator blocks: fragmentation, as pushed.", poolLabels...),
+		rtLimit:         nd("runtime_limit_bytes", "The allocator's configured cap for the pool, as pushed.", poolLabels...),
+		rtRetries:       nd("runtime_alloc_retries_total", "Allocation retries (cache flushes after a failed cudaMalloc) since process start, as pushed.", poolLabels...),
+		rtOOMs:          nd("runtime_ooms_total", "Out-of-memory errors the allocator raised since process start, as pushed.", poolLabels...),
+
+		pushConnections:      nd("push_connections", "Open push socket connections."),
+		pushConnectionsTotal: nd("push_connections_total", "Push socket connections accepted since the daemon started."),
+		pushMessages:         nd("push_messages_total", "Push messages accepted since the daemon started."),
+		pushBytes:            nd("push_received_bytes_total", "Bytes of push messages received (accepted or not)."),
+		pushRejected:         nd("push_rejected_total", "Push messages dropped for bad input, by reason (see docs/protocol.md).", "reason"),
+		pushDisconnects:      nd("push_disconnects_total", "Push connections the daemon closed, by reason.", "reason"),
+		pushProcesses:        nd("push_tracked_processes", "Processes whose pushed stats are in the view (connected and within --push.ttl)."),
+		pushAge:              nd("push_last_message_age_seconds", "Seconds since the newest accepted push message of a process.", "pid"),
+		pushClientDropped:    nd("push_client_dropped_samples_total", "Samples the client library dropped instead of blocking the serving process (client_dropped), as pushed.", "pid"),
+		pushUnknownDevices:   nd("push_unknown_devices", "Pushed (pid, GPU UUID) pairs whose UUID NVML does not know while NVML is up: a client reporting a wrong UUID, or a GPU NVML cannot see. Their data is kept."),
+
+		growth:        nd("growth_bytes_per_second", "Growth slope of a process's memory series on one GPU (allocated, reserved, used, unattributed), fitted on the per-bucket floor over the short or long window. From the daemon's own sampling, not from Prometheus.", growthLabels...),
+		growthFit:     nd("growth_fit_ratio", "Fit quality (0..1) of the growth slope with the same labels. From the daemon's own sampling.", growthLabels...),
+		verdict:       nd("leak_verdict", "Leak verdict for a process on one GPU: 1 for the current verdict, 0 for the others (leak, cache_growth, unattributed_growth, steady, warming_up). From the daemon's own sampling.", verdictLabels...),
+		gpuGrowth:     nd("gpu_growth_bytes_per_second", "Growth slope of the GPU's used memory over the short or long window, fitted on the per-bucket floor. From the daemon's own sampling.", "uuid", "gpu", "window"),
+		gpuGrowthFit:  nd("gpu_growth_fit_ratio", "Fit quality (0..1) of the GPU's growth slope. From the daemon's own sampling.", "uuid", "gpu", "window"),
+		gpuExhaustion: nd("gpu_exhaustion_seconds", "Projected seconds until the GPU's memory is full at the short-window growth rate. Absent when memory is not growing with a good fit. From the daemon's own sampling.", gpuLabels...),
+
+		collectorSuccess:  nd("collector_success", "1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.", "collector"),
+		collectorDuration: nd("collector_duration_seconds", "Time the named collector took in this scrape.", "collector"),
+		demo:              nd("demo_mode", "1 when the daemon runs on a simulated node (demo mode): the data is NOT from real GPUs."),
+	}
+}
+
+// all lists the fixed descriptors (Describe) in a stable order.
+func (d descs) all() []*prometheus.Desc {
+	out := []*prometheus.Desc{
+		d.nvmlUp, d.nvmlInfo, d.nvmlPollDuration, d.nvmlErrors,
+		d.gpuInfo, d.gpuTotal, d.gpuUsed, d.gpuFree, d.gpuDriverReserved, d.gpuBAR1Total, d.gpuBAR1Used,
+		d.procUsed, d.procUnattributed, d.procInfo, d.procRSS, d.procStart,
+		d.rtAllocated, d.rtReserved, d.rtCached, d.rtPeak, d.rtActive, d.rtInactiveSplit, d.rtLimit, d.rtRetries, d.rtOOMs,
+		d.pushConnections, d.pushConnectionsTotal, d.pushMessages, d.pushBytes, d.pushRejected, d.pushDisconnects,
+		d.pushProcesses, d.pushAge, d.pushClientDropped, d.pushUnknownDevices,
+		d.growth, d.growthFit, d.verdict, d.gpuGrowth, d.gpuGrowthFit, d.gpuExhaustion,
+		d.collectorSuccess, d.collectorDuration, d.demo,
+	}
+	return out
+}
+
+// runtimeInfo exports vram_runtime_info, whose label names include the clients' own
+// labels (service, model, …). Those differ per sender, so this collector is unchecked
+// (it describes nothing); the protocol bounds their names, count and length.
+type runtimeInfo struct{ c *Collector }
+
+func (runtimeInfo) Describe(chan<- *prometheus.Desc) {}
+
+func (r runtimeInfo) Collect(ch chan<- prometheus.Metric) {
+	v := r.c.views.Latest()
+	type key struct {
+		pid                   uint32
+		name, version, labels string
+	}
+	seen := map[key]bool{}
+	for i := range v.Processes {
+		p := &v.Processes[i]
+		for _, rt := range p.Runtimes {
+			names := make([]string, 0, len(rt.Labels))
+			for n := range rt.Labels {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			ls := ""
+			for _, n := range names {
+				ls += n + "=" + rt.Labels[n] + "\x00"
+			}
+			k := key{p.PID, rt.Name, rt.Version, ls}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			labelNames := append([]string{"pid", "runtime", "runtime_version"}, names...)
+			values := []string{pidLabel(p.PID), rt.Name, rt.Version}
+			for _, n := range names {
+				values = append(values, rt.Labels[n])
+			}
+			d := prometheus.NewDesc(namespace+"_runtime_info", "Runtime of a pushing process with its client labels (service, model, …); always 1.", labelNames, nil)
+			m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 1, values...)
+			if err != nil {
+				r.c.log.Debug("skipping runtime info", zap.Error(err))
+				continue
+			}
+			ch <- m
+		}
+	}
+}

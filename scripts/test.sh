@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs every test of vram_exporter on a fresh machine: installs what the tests need
+# (Debian packages) when it is missing, then Go tests with -race, the Python client's
+# tests, and the static checks. A missing part makes this fail; nothing is skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CGO_ENABLED=1
+export CGO_CFLAGS="${CGO_CFLAGS:--Wno-deprecated-declarations}"
+# Tests that need a real part (Python, Prometheus, Alertmanager) fail instead of
+# skipping when this is set.
+export VRAM_REQUIRE_ALL=1
+
+need_pkgs=()
+command -v python3 >/dev/null || need_pkgs+=(python3)
+command -v gcc >/dev/null || need_pkgs+=(gcc)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing: ${need_pkgs[*]}; install them (apt-get install ${need_pkgs[*]}) or run as root" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
+fi
+
+echo "== go vet"
+go vet ./...
+echo "== gofmt"
+bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
+
+echo "== python client tests"
+(cd client/python && python3 -m unittest -v 2>&1)
+
+echo "== go test -race"
+go test -race -count=1 ./...

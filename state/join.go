@@ -1,0 +1,314 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/nvml"
+	"github.com/vram-exporter/vram_exporter/procinfo"
+	"github.com/vram-exporter/vram_exporter/push"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+// NVMLSource gives the latest driver snapshot without calling NVML.
+type NVMLSource interface {
+	Latest() nvml.Snapshot
+}
+
+// PushSource gives the pushed allocator stats of live senders.
+type PushSource interface {
+	Snapshot() []push.Sender
+}
+
+// FactsReader reads host facts of a process.
+type FactsReader interface {
+	Facts(pid uint32) (procinfo.Facts, error)
+}
+
+// Recorder receives every joined view (trace recording). Errors are logged, never fatal.
+type Recorder interface {
+	Record(v *View) error
+}
+
+// Options configure a Joiner.
+type Options struct {
+	Interval time.Duration // the sample tick; trend needs it even, so it is a timer, not the scrape
+	Clock    clock.Clock
+	// Trend may be nil: then no slopes or verdicts are computed.
+	Trend *trend.Engine
+	// SweepIdle forgets trend history of a series not seen for this long.
+	SweepIdle time.Duration
+	Recorder  Recorder
+	Demo      bool
+}
+
+// Joiner joins the sources on a timer and publishes immutable views.
+type Joiner struct {
+	nvml   NVMLSource
+	push   PushSource
+	facts  FactsReader
+	opts   Options
+	log    *zap.Logger
+	latest atomic.Pointer[View]
+
+	lastProcfsErr time.Time
+	recordBroken  bool
+}
+
+// New returns a Joiner. push and facts may be nil (socket disabled, no procfs).
+func New(nv NVMLSource, ps PushSource, facts FactsReader, opts Options, logger *zap.Logger) *Joiner {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.SweepIdle <= 0 {
+		opts.SweepIdle = 2 * time.Minute
+	}
+	j := &Joiner{nvml: nv, push: ps, facts: facts, opts: opts, log: logger}
+	j.latest.Store(&View{Time: opts.Clock.Now(), Demo: opts.Demo})
+	return j
+}
+
+// Latest returns the newest view; never nil.
+func (j *Joiner) Latest() *View { return j.latest.Load() }
+
+// Run joins on every tick until ctx is done.
+func (j *Joiner) Run(ctx context.Context) {
+	t := j.opts.Clock.NewTicker(j.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			j.Tick()
+		}
+	}
+}
+
+type procKey struct {
+	pid  uint32
+	uuid string
+}
+
+// Tick joins the sources once, publishes and returns the view. Not safe for concurrent
+// calls (Run serialises them); the trend engine it feeds is single-threaded by design.
+func (j *Joiner) Tick() *View {
+	now := j.opts.Clock.Now()
+	snap := j.nvml.Latest()
+	v := &View{Time: now, NVML: snap, Demo: j.opts.Demo}
+
+	gpuIndex := make(map[string]string, len(snap.GPUs))
+	for _, g := range snap.GPUs {
+		gpuIndex[g.UUID] = strconv.Itoa(g.Index)
+		v.GPUs = append(v.GPUs, GPU{GPU: g})
+	}
+
+	procs := make(map[procKey]*Process)
+	get := func(pid uint32, uuid string) *Process {
+		k := procKey{pid, uuid}
+		p, ok := procs[k]
+		if !ok {
+			p = &Process{PID: pid, UUID: uuid, GPU: gpuIndex[uuid]}
+			procs[k] = p
+		}
+		return p
+	}
+	for _, np := range snap.Processes {
+		p := get(np.PID, np.UUID)
+		p.HasNVML = true
+		p.UsedBytes = np.UsedBytes
+		p.Kinds = np.Kinds
+	}
+	if j.push != nil {
+		senders := j.push.Snapshot()
+		v.Senders = senders
+		for _, s := range senders {
+			j.mergeSender(s, get)
+		}
+	}
+
+	v.Processes = make([]Process, 0, len(procs))
+	facts := map[uint32]procinfo.Facts{}
+	factsErr := map[uint32]bool{}
+	for _, p := range procs {
+		if p.Pushed && snap.Up {
+			if _, known := gpuIndex[p.UUID]; !known {
+				p.UnknownDevice = true
+				v.UnknownDevices++
+			}
+		}
+		if p.HasNVML && p.Pushed {
+			p.HasUnattributed = true
+			p.UnattributedBytes = int64(p.UsedBytes) - int64(p.ReservedBytes)
+		}
+		if j.facts != nil {
+			f, ok := facts[p.PID]
+			if !ok && !factsErr[p.PID] {
+				var err error
+				f, err = j.facts.Facts(p.PID)
+				switch {
+				case err == nil:
+					facts[p.PID] = f
+					ok = true
+				case errors.Is(err, procinfo.ErrNotFound):
+					factsErr[p.PID] = true
+				default:
+					factsErr[p.PID] = true
+					v.ProcfsErrors++
+					j.logProcfs(now, p.PID, err)
+				}
+			}
+			if ok {
+				p.HasFacts, p.Facts = true, f
+			}
+		}
+		sort.Slice(p.Pools, func(a, b int) bool { return p.Pools[a].Name < p.Pools[b].Name })
+		v.Processes = append(v.Processes, *p)
+	}
+	sort.Slice(v.Processes, func(a, b int) bool {
+		pa, pb := &v.Processes[a], &v.Processes[b]
+		if pa.UUID != pb.UUID {
+			return pa.UUID < pb.UUID
+		}
+		return pa.PID < pb.PID
+	})
+
+	j.observeTrends(v)
+	if j.opts.Recorder != nil && !j.recordBroken {
+		if err := j.opts.Recorder.Record(v); err != nil {
+			j.recordBroken = true
+			j.log.Warn("trace recording stopped; the daemon keeps running without it", zap.Error(err))
+		}
+	}
+	j.latest.Store(v)
+	return v
+}
+
+// mergeSender folds one push connection into the per-(pid, uuid) entries. A process may
+// hold several connections; on a pool name both report, the newer message wins.
+func (j *Joiner) mergeSender(s push.Sender, get func(uint32, string) *Process) {
+	rt := Runtime{Name: s.Msg.Runtime, Version: s.Msg.RuntimeVersion, Labels: s.Msg.Labels}
+	for _, d := range s.Msg.Devices {
+		p := get(s.PID, d.UUID)
+		newer := s.LastSeen.After(p.LastPush)
+		if !p.Pushed || newer {
+			p.LastPush = maxTime(p.LastPush, s.LastSeen)
+		}
+		p.Pushed = true
+		p.Runtimes = appendRuntime(p.Runtimes, rt)
+		for _, pl := range d.Pools {
+			np := Pool{
+				Name: pl.Name, Parent: pl.Parent,
+				Allocated: pl.Allocated, Reserved: pl.Reserved,
+				PeakAllocated: opt(pl.PeakAllocated), Active: opt(pl.Active),
+				InactiveSplit: opt(pl.InactiveSplit), Limit: opt(pl.Limit),
+				AllocRetries: opt(pl.AllocRetries), OOMs: opt(pl.OOMs),
+			}
+			replaced := false
+			for i := range p.Pools {
+				if p.Pools[i].Name == np.Name {
+					if newer {
+						p.subtract(p.Pools[i])
+						p.Pools[i] = np
+						p.add(np)
+					}
+					replaced = true
+					break
+				}
+			}
+			if !replaced {
+				p.Pools = append(p.Pools, np)
+				p.add(np)
+			}
+		}
+	}
+}
+
+func (p *Process) add(pl Pool) {
+	if pl.Parent == "" {
+		p.AllocatedBytes += pl.Allocated
+		p.ReservedBytes += pl.Reserved
+	}
+}
+
+func (p *Process) subtract(pl Pool) {
+	if pl.Parent == "" {
+		p.AllocatedBytes -= pl.Allocated
+		p.ReservedBytes -= pl.Reserved
+	}
+}
+
+func appendRuntime(rs []Runtime, r Runtime) []Runtime {
+	for _, x := range rs {
+		if x.Name == r.Name && x.Version == r.Version && equalLabels(x.Labels, r.Labels) {
+			return rs
+		}
+	}
+	return append(rs, r)
+}
+
+func equalLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func opt(o push.Optional) OptionalBytes { return OptionalBytes{Value: o.Value, Set: o.Set} }
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func (j *Joiner) observeTrends(v *View) {
+	e := j.opts.Trend
+	if e == nil {
+		return
+	}
+	for i := range v.GPUs {
+		g := &v.GPUs[i]
+		g.Trend = e.ObserveGPU(trend.GPUSample{UUID: g.UUID, T: v.Time, Used: float64(g.UsedBytes), Total: float64(g.TotalBytes)})
+		g.HasTrend = true
+	}
+	for i := range v.Processes {
+		p := &v.Processes[i]
+		s := trend.Sample{
+			Key:  trend.Key{PID: p.PID, Start: p.Facts.StartTicks, UUID: p.UUID},
+			T:    v.Time,
+			Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
+			Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
+			Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
+		}
+		p.Trend = e.Observe(s)
+		p.HasTrend = true
+	}
+	e.Sweep(v.Time, j.opts.SweepIdle)
+}
+
+func (j *Joiner) logProcfs(now time.Time, pid uint32, err error) {
+	// One line a minute is enough to point at a wrong --path.procfs without flooding.
+	if now.Sub(j.lastProcfsErr) < time.Minute {
+		return
+	}
+	j.lastProcfsErr = now
+	j.log.Warn("cannot read process facts from procfs; check --path.procfs and that the daemon runs in the host PID namespace",
+		zap.Uint32("pid", pid), zap.Error(err))
+}

@@ -1,0 +1,130 @@
+// Package state is the join: on every sample tick it takes the latest of each source —
+// the NVML snapshot, the pushed allocator stats, process facts from procfs — joins them
+// per (kernel-verified PID, GPU UUID), feeds the trend engine, and publishes one
+// immutable View. Everything that reads (the Prometheus collector, the JSON API) reads a
+// View; nothing that reads ever reaches a source, so a scrape costs the same whatever
+// the driver is doing.
+package state
+
+import (
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/nvml"
+	"github.com/vram-exporter/vram_exporter/procinfo"
+	"github.com/vram-exporter/vram_exporter/push"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+// View is one joined, immutable picture of the node. Readers must not modify it.
+type View struct {
+	Time time.Time
+	// NVML is the driver snapshot the view was joined from (Up, versions, errors, poll
+	// duration). Its GPUs and Processes are also reflected in GPUs and Processes below.
+	NVML nvml.Snapshot
+	GPUs []GPU
+	// Processes holds one entry per (PID, GPU UUID) seen by NVML or pushed by a client,
+	// sorted by UUID then PID.
+	Processes []Process
+	// Senders are the live push connections the view was joined from (within the TTL).
+	Senders []push.Sender
+	// ProcfsErrors counts process-fact reads in this tick that failed for a reason other
+	// than the process having exited (a wrong --path.procfs, permissions).
+	ProcfsErrors int
+	// UnknownDevices counts pushed (pid, uuid) pairs whose UUID NVML does not know while
+	// NVML is up (a client reporting the wrong UUID, or a GPU NVML cannot see).
+	UnknownDevices int
+	// Demo is true when the sources are simulated (demo mode), never on a real node.
+	Demo bool
+}
+
+// GPU is one NVML GPU (or MIG device) with its growth trend.
+type GPU struct {
+	nvml.GPU
+	Trend    trend.GPUResult
+	HasTrend bool
+}
+
+// Process is one process on one GPU: what the driver sees, what its allocators said, and
+// what the two together mean.
+type Process struct {
+	PID  uint32
+	UUID string
+	// GPU is the NVML index of the (parent) GPU as a label string, "" when NVML does not
+	// know the UUID.
+	GPU string
+
+	// Driver's view.
+	HasNVML   bool
+	UsedBytes uint64
+	Kinds     []string
+
+	// Host facts; HasFacts is false when procfs could not be read (process gone,
+	// not in our PID namespace).
+	HasFacts bool
+	Facts    procinfo.Facts
+
+	// Allocator's view, merged over the process's push connections.
+	Pushed        bool
+	UnknownDevice bool // pushed UUID that NVML does not know while NVML is up
+	Runtimes      []Runtime
+	Pools         []Pool // sorted by name
+	// AllocatedBytes and ReservedBytes sum the top-level pools (Parent == ""): nested
+	// pools live inside their parent and are never counted twice.
+	AllocatedBytes uint64
+	ReservedBytes  uint64
+	// LastPush is when the newest message for this process arrived.
+	LastPush time.Time
+
+	// UnattributedBytes = UsedBytes − ReservedBytes, only when both views exist
+	// (HasUnattributed). Negative when an allocator reports more than the driver sees
+	// (e.g. reserved virtual ranges not yet backed, or a stale push racing a free).
+	HasUnattributed   bool
+	UnattributedBytes int64
+
+	Trend    trend.Result
+	HasTrend bool
+}
+
+// Runtime describes one push connection's runtime and client labels.
+type Runtime struct {
+	Name    string
+	Version string
+	Labels  map[string]string
+}
+
+// Pool is one allocator pool of one process on one GPU.
+type Pool struct {
+	Name, Parent  string
+	Allocated     uint64
+	Reserved      uint64
+	PeakAllocated OptionalBytes
+	Active        OptionalBytes
+	InactiveSplit OptionalBytes
+	Limit         OptionalBytes
+	AllocRetries  OptionalBytes
+	OOMs          OptionalBytes
+}
+
+// OptionalBytes is a value a runtime may or may not report.
+type OptionalBytes struct {
+	Value uint64
+	Set   bool
+}
+
+// CachedBytes is reserved − allocated: memory the allocator holds for reuse.
+func (p Pool) CachedBytes() uint64 {
+	if p.Reserved < p.Allocated {
+		return 0 // the protocol rejects this; kept defensive for hand-built views
+	}
+	return p.Reserved - p.Allocated
+}
+
+// Label returns the client label name from any runtime of the process ("" if none).
+func (p *Process) Label(name string) string {
+	for _, r := range p.Runtimes {
+		if v, ok := r.Labels[name]; ok {
+			return v
+		}
+	}
+	return ""
+}
