@@ -66,7 +66,8 @@ _RESERVED_LABELS = frozenset((
 ))
 # Integer pool fields defined by protocol v1 (besides allocated/reserved).
 _INT_FIELDS = ("peak_allocated", "active", "inactive_split", "limit", "alloc_retries", "ooms")
-_KNOWN_POOL_KEYS = frozenset(("name", "allocated", "reserved", "parent") + _INT_FIELDS)
+_INT_FIELD_SET = frozenset(_INT_FIELDS)
+_BASE_POOL_KEYS = frozenset(("name", "allocated", "reserved"))
 
 _MSG_FLAGS = getattr(socket, "MSG_DONTWAIT", 0) | getattr(socket, "MSG_NOSIGNAL", 0)
 _RECONNECT_ERRNOS = frozenset(
@@ -760,7 +761,10 @@ class Reporter(object):
         self._thread = None
         self._stop = threading.Event()
         self._running = False
-        self._labels_json = None
+        self._head = None        # cached JSON head of the message
+        self._ok_uuids = set()   # validation caches
+        self._ok_names = set()
+        self._rv_cache = {}
         _track_for_fork(self)
 
     # ---- counters ------------------------------------------------------------------
@@ -863,7 +867,7 @@ class Reporter(object):
                     if res:
                         runtime = r
                         if rversion is None:
-                            rversion = _sanitize_runtime_version(getattr(src, "runtime_version", None))
+                            rversion = self._rversion(getattr(src, "runtime_version", None))
                     elif fallback is None:
                         fallback = src
             if not res:
@@ -893,94 +897,137 @@ class Reporter(object):
                 pools = devices[u] = {}
                 order.append(u)
             pools[n] = p
+        if runtime is None and fallback is not None:
+            runtime = getattr(fallback, "runtime", None)
+            if rversion is None:
+                rversion = self._rversion(getattr(fallback, "runtime_version", None))
+        if runtime is not self.runtime and not (isinstance(runtime, str) and _RUNTIME_RE.match(runtime)):
+            runtime = "unknown"
         if runtime is None:
-            if fallback is not None:
-                runtime = getattr(fallback, "runtime", None)
-                if rversion is None:
-                    rversion = _sanitize_runtime_version(getattr(fallback, "runtime_version", None))
-            if not runtime or not _RUNTIME_RE.match(runtime):
-                runtime = "unknown"
+            runtime = "unknown"
         return runtime, rversion, self._validate(devices, order)
 
+    def _rversion(self, raw):
+        v = self._rv_cache.get(raw)
+        if v is None and raw is not None:
+            v = _sanitize_runtime_version(raw)
+            if len(self._rv_cache) < 64:
+                self._rv_cache[raw] = v
+        return v
+
     def _validate(self, devices, order):
+        """Validate and serialise: returns [(uuid, [pool JSON fragment, ...])].
+
+        Pools are serialised here, straight from validated parts (names and UUIDs match
+        the protocol's patterns, so they need no escaping), which costs about half of
+        json.dumps() on the same data."""
         out = []
+        ok_uuids = self._ok_uuids
         for u in order:
-            if not isinstance(u, str) or len(u) > 96 or not _UUID_RE.match(u):
-                self._warn("uuid", "invalid GPU UUID %r skipped", u)
-                continue
+            if u not in ok_uuids:
+                if not isinstance(u, str) or len(u) > 96 or not _UUID_RE.match(u):
+                    self._warn("uuid", "invalid GPU UUID %r skipped", u)
+                    continue
+                if len(ok_uuids) < 1024:
+                    ok_uuids.add(u)
             if len(out) >= MAX_DEVICES:
                 self._warn("devices", "more than %d devices; the rest skipped", MAX_DEVICES)
                 break
-            raw = devices[u]
-            pools = []
-            for name, p in raw.items():
+            frags = []
+            children = None
+            for name, p in devices[u].items():
                 q = self._pool(name, p)
-                if q is not None:
-                    pools.append(q)
-            # parents: must exist on this device and not have a parent themselves
-            names = {}
-            for q in pools:
-                names[q["name"]] = q
-            ok = []
-            for q in pools:
-                par = q.get("parent")
-                if par is not None:
-                    pp = names.get(par)
-                    if pp is None or par == q["name"] or "parent" in pp:
-                        self._warn("parent:%s" % q["name"],
-                                   "pool %r: parent %r missing or nested; pool skipped",
-                                   q["name"], par)
-                        continue
-                ok.append(q)
-            if len(ok) > MAX_POOLS:
+                if q is None:
+                    continue
+                if q[1] is not None:
+                    if children is None:
+                        children = []
+                    children.append(len(frags))
+                frags.append(q)
+            if children:
+                # a parent must be another pool of this device, without a parent itself
+                top = set(q[2] for q in frags if q[1] is None)
+                bad = set()
+                for i in children:
+                    _f, par, name = frags[i]
+                    if par not in top:
+                        self._warn("parent:%s" % name,
+                                   "pool %r: parent %r missing or nested; pool skipped", name, par)
+                        bad.add(i)
+                if bad:
+                    frags = [q for i, q in enumerate(frags) if i not in bad]
+            if len(frags) > MAX_POOLS:
                 self._warn("pools", "more than %d pools on %s; the rest skipped", MAX_POOLS, u)
-                ok = ok[:MAX_POOLS]
-            out.append({"uuid": u, "pools": ok})
+                frags = frags[:MAX_POOLS]
+            out.append((u, [q[0] for q in frags]))
         return out
 
     def _pool(self, name, p):
-        if not isinstance(name, str) or not _POOL_RE.match(name):
-            self._warn("poolname", "invalid pool name %r skipped", name)
-            return None
-        allocated = _as_int(p.get("allocated"))
-        if allocated is None:
-            self._warn("alloc:%s" % name, "pool %r has no integer 'allocated'; skipped", name)
-            return None
-        reserved = _as_int(p.get("reserved"))
-        if reserved is None or reserved < allocated:
-            reserved = allocated  # the daemon rejects allocated > reserved
-        q = {"name": name, "allocated": allocated, "reserved": reserved}
-        for f in _INT_FIELDS:
-            v = p.get(f)
-            if v is not None:
-                v = _as_int(v)
-                if v is not None:
-                    q[f] = v
-        par = p.get("parent")
-        if par:
-            q["parent"] = par
-        if len(p) > 3:
-            for k, v in p.items():
-                if k in _KNOWN_POOL_KEYS or not isinstance(k, str) or not _EXTRA_FIELD_RE.match(k):
+        """(JSON fragment, parent or None, name) for one pool, or None if invalid."""
+        if name not in self._ok_names:
+            if not isinstance(name, str) or not _POOL_RE.match(name):
+                self._warn("poolname", "invalid pool name %r skipped", name)
+                return None
+            if len(self._ok_names) < 4096:
+                self._ok_names.add(name)
+        a = p.get("allocated")
+        if type(a) is not int or not 0 <= a <= MAX_VALUE:
+            a = _as_int(a)
+            if a is None:
+                self._warn("alloc:%s" % name, "pool %r has no integer 'allocated'; skipped", name)
+                return None
+        r = p.get("reserved")
+        if type(r) is not int or not 0 <= r <= MAX_VALUE:
+            r = _as_int(r)
+        if r is None or r < a:
+            r = a  # the daemon rejects allocated > reserved
+        parts = ['{"name":"', name, '","allocated":', str(a), ',"reserved":', str(r)]
+        parent = None
+        for k, v in p.items():
+            if v is None or k in _BASE_POOL_KEYS:
+                continue
+            if k in _INT_FIELD_SET:
+                if type(v) is not int or not 0 <= v <= MAX_VALUE:
+                    v = _as_int(v)
+                    if v is None:
+                        continue
+                parts.append(',"%s":%d' % (k, v))
+            elif k == "parent":
+                if not v:
                     continue
+                if not isinstance(v, str) or not _POOL_RE.match(v) or v == name:
+                    self._warn("parent:%s" % name, "pool %r: invalid parent %r; pool skipped",
+                               name, v)
+                    return None
+                parent = v
+                parts.append(',"parent":"%s"' % v)
+            elif isinstance(k, str) and _EXTRA_FIELD_RE.match(k):
+                # not in protocol v1: the daemon ignores it, but it is kept for readers
                 if isinstance(v, str):
                     if len(v) <= 128:
-                        q[k] = v
+                        parts.append(',"%s":%s' % (k, json.dumps(v)))
                 else:
                     v = _as_int(v)
                     if v is not None:
-                        q[k] = v
-        return q
+                        parts.append(',"%s":%d' % (k, v))
+        parts.append("}")
+        return "".join(parts), parent, name
 
     def _encode(self, runtime, rversion, devices, dropped):
-        msg = {"v": PROTOCOL_VERSION, "runtime": runtime}
-        if rversion:
-            msg["runtime_version"] = rversion
-        if self.labels:
-            msg["labels"] = self.labels
-        msg["client_dropped"] = dropped
-        msg["devices"] = devices
-        return json.dumps(msg, separators=(",", ":")).encode("utf-8")
+        head = self._head
+        if head is None or head[0] != (runtime, rversion):
+            h = '{"v":%d,"runtime":%s' % (PROTOCOL_VERSION, json.dumps(runtime))
+            if rversion:
+                h += ',"runtime_version":' + json.dumps(rversion)
+            if self.labels:
+                h += ',"labels":' + json.dumps(self.labels, separators=(",", ":"))
+            h += ',"client_dropped":'
+            head = self._head = ((runtime, rversion), h)
+        parts = [head[1], str(int(dropped)), ',"devices":[']
+        for i, (u, frags) in enumerate(devices):
+            parts.append('%s{"uuid":"%s","pools":[%s]}' % ("," if i else "", u, ",".join(frags)))
+        parts.append("]}")
+        return "".join(parts).encode("utf-8")
 
     def sample_now(self):
         """Collect and send one sample in the caller's thread.  Returns True if the
