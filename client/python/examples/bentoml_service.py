@@ -1,0 +1,35 @@
+"""BentoML (1.2+ service API) service that reports GPU memory to vram_exporter.
+
+    bentoml serve bentoml_service:Ranker
+
+Each BentoML worker process builds its own service instance, so each gets its own
+Reporter (and its own connection: the daemon identifies the process by its PID).
+"""
+
+import bentoml
+import torch
+
+from vram_exporter_client import Reporter
+
+
+@bentoml.service(resources={"gpu": 1}, traffic={"timeout": 30})
+class Ranker:
+    def __init__(self):
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1)
+        ).cuda().eval()
+        self.reporter = Reporter(labels={"service": "ranker", "model": "mlp"})
+        self.reporter.start()
+
+    @bentoml.api(batchable=True)
+    def score(self, features: list) -> list:
+        try:
+            with torch.inference_mode():
+                x = torch.tensor(features, dtype=torch.float32, device="cuda")
+                return self.model(x).squeeze(-1).tolist()
+        finally:
+            self.reporter.sample_now()  # request boundary
+
+    @bentoml.on_shutdown
+    def shutdown(self):
+        self.reporter.stop(timeout=1.0)  # closing the connection drops our series at once

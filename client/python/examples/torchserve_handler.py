@@ -1,0 +1,34 @@
+"""TorchServe handler that reports GPU memory to vram_exporter.
+
+Package vram_exporter_client.py with the model (torch-model-archiver
+--extra-files vram_exporter_client.py) or put it on PYTHONPATH, then use this file
+as the handler.  Every TorchServe worker is its own process with its own Reporter.
+"""
+
+from ts.torch_handler.base_handler import BaseHandler
+
+from vram_exporter_client import Reporter
+
+
+class VramReportingHandler(BaseHandler):
+    reporter = None
+
+    def initialize(self, context):
+        super().initialize(context)  # loads the model: CUDA is initialised now
+        model = "unknown"
+        try:
+            model = context.manifest["model"]["modelName"]
+        except Exception:  # noqa: BLE001
+            pass
+        # interval: a few per TTL (30 s default); labels are bounded and validated
+        self.reporter = Reporter(interval=5.0, labels={"service": "torchserve", "model": model})
+        self.reporter.start()
+
+    def handle(self, data, context):
+        try:
+            return super().handle(data, context)
+        finally:
+            # request boundary: activations are freed, the allocated floor is cleanest.
+            # sample_now() never raises and never blocks on the daemon.
+            if self.reporter is not None:
+                self.reporter.sample_now()
