@@ -651,7 +651,8 @@ func (d *decoder) labels(m *Message) *RejectError {
 		if _, dup := m.Labels[name]; dup {
 			return reject(ReasonInvalidLabel, "label %s appears twice", quote(name))
 		}
-		if _, err := d.expect('"', "label "+name, false); err != nil {
+		if d.kind() != '"' {
+			_, err := d.expect('"', "label "+name, false)
 			return err
 		}
 		v, err := d.str()

@@ -1,7 +1,8 @@
 package push
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -131,7 +132,9 @@ func (s *Store) Remove(connID uint64) {
 func (s *Store) Snapshot() []Sender {
 	now := s.clock.Now()
 	s.mu.Lock()
-	out := make([]Sender, 0, len(s.senders))
+	defer s.mu.Unlock()
+	// Sort pointers, then copy: swapping whole Senders costs several times more.
+	live := make([]*entry, 0, len(s.senders))
 	for _, e := range s.senders {
 		if now.Sub(e.LastSeen) > s.ttl {
 			if !e.expiredCounted {
@@ -140,15 +143,18 @@ func (s *Store) Snapshot() []Sender {
 			}
 			continue
 		}
-		out = append(out, e.Sender)
+		live = append(live, e)
 	}
-	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].PID != out[j].PID {
-			return out[i].PID < out[j].PID
+	slices.SortFunc(live, func(a, b *entry) int {
+		if c := cmp.Compare(a.PID, b.PID); c != 0 {
+			return c
 		}
-		return out[i].ConnID < out[j].ConnID
+		return cmp.Compare(a.ConnID, b.ConnID)
 	})
+	out := make([]Sender, len(live))
+	for i, e := range live {
+		out[i] = e.Sender
+	}
 	return out
 }
 
