@@ -31,6 +31,16 @@ def parse(path):
     return series
 
 
+def same_mib(got, smi_mib):
+    """nvidia-smi prints whole MiB (rounded up for some fields, down for others), so
+    "agree to the MiB" means the exporter's bytes are less than 1 MiB away."""
+    return len(got) == 1 and abs(got[0] / MiB - float(smi_mib)) < 1.0
+
+
+def fmt(got):
+    return ["%.2f" % (v / MiB) for v in got]
+
+
 def find(series, name, **want):
     return [v for (l, v) in series.get(name, []) if all(l.get(k) == str(x) for k, x in want.items())]
 
@@ -43,18 +53,14 @@ def phase1(metrics, apps_csv, gpu_csv, hold_pid, hold_mib):
         got_used = find(s, "vram_gpu_memory_used_bytes", uuid=uuid)
         got_total = find(s, "vram_gpu_memory_total_bytes", uuid=uuid)
         got_res = find(s, "vram_gpu_memory_driver_reserved_bytes", uuid=uuid)
-        check(len(got_total) == 1 and int(got_total[0]) // MiB == int(total),
-              "GPU %s total: exporter %s MiB, nvidia-smi %s MiB" % (uuid, [int(v) // MiB for v in got_total], total))
-        check(len(got_used) == 1 and int(got_used[0]) // MiB == int(used),
-              "GPU %s used: exporter %s MiB, nvidia-smi %s MiB" % (uuid, [int(v) // MiB for v in got_used], used))
-        check(len(got_res) == 1 and int(got_res[0]) // MiB == int(reserved),
-              "GPU %s driver reserved: exporter %s MiB, nvidia-smi %s MiB" % (uuid, [int(v) // MiB for v in got_res], reserved))
+        check(same_mib(got_total, total), "GPU %s total: exporter %s MiB, nvidia-smi %s MiB" % (uuid, fmt(got_total), total))
+        check(same_mib(got_used, used), "GPU %s used: exporter %s MiB, nvidia-smi %s MiB" % (uuid, fmt(got_used), used))
+        check(same_mib(got_res, reserved), "GPU %s driver reserved: exporter %s MiB, nvidia-smi %s MiB" % (uuid, fmt(got_res), reserved))
     seen_hold = False
     for line in open(apps_csv):
         pid, uuid, used = [x.strip() for x in line.split(",")]
         got = find(s, "vram_process_gpu_memory_used_bytes", pid=pid, uuid=uuid)
-        check(len(got) == 1 and int(got[0]) // MiB == int(used),
-              "process %s on %s: exporter %s MiB, nvidia-smi %s MiB" % (pid, uuid, [int(v) // MiB for v in got], used))
+        check(same_mib(got, used), "process %s on %s: exporter %s MiB, nvidia-smi %s MiB" % (pid, uuid, fmt(got), used))
         if pid == str(hold_pid):
             seen_hold = True
             check(int(used) >= int(hold_mib), "holder pid %s uses %s MiB >= the %s MiB tensor it holds" % (pid, used, hold_mib))
