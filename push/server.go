@@ -389,7 +389,8 @@ func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b
 func credentials(oob []byte) (Cred, *RejectError) {
 	var cred Cred
 	found := false
-	for len(oob) > 0 {
+	// x/sys reads the header before checking the length: never hand it fewer bytes.
+	for len(oob) >= unix.SizeofCmsghdr {
 		hdr, data, rest, err := unix.ParseOneSocketControlMessage(oob)
 		if err != nil {
 			break
