@@ -19,6 +19,7 @@ import tempfile
 import threading
 import timeit
 import types
+import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vram_exporter_client as vec  # noqa: E402
@@ -75,7 +76,9 @@ class Drain(object):
         ls = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ls.bind(path)
         ls.listen(4)
-        self.pid = os.fork()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12: fork with threads
+            self.pid = os.fork()
         if self.pid == 0:
             try:
                 c, _ = ls.accept()
