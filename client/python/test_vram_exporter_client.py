@@ -187,6 +187,7 @@ class Base(unittest.TestCase):
     def reporter(self, **kw):
         kw.setdefault("socket_path", self.path)
         kw.setdefault("sources", [])
+        kw.setdefault("_min_gap", 0)
         r = vec.Reporter(**kw)
         self.reporters.append(r)
         return r
@@ -721,6 +722,19 @@ class ConnectionTest(Base):
         dropped = r.dropped
         self.assertTrue(r.sample_now())
         self.assertEqual(srv.get()[2]["client_dropped"], dropped)
+
+
+class RateTest(Base):
+    def test_sample_now_throttled_below_daemon_rate_limit(self):
+        srv = self.server()
+        clock = FakeClock()
+        r = self.reporter(_clock=clock, _min_gap=vec.MIN_SAMPLE_GAP)
+        self.assertTrue(r.sample_now())
+        self.assertFalse(r.sample_now())  # within 20 ms: no work, not a drop
+        self.assertEqual((r.sent, r.dropped, r.errors), (1, 0, 0))
+        clock.t += 0.021
+        self.assertTrue(r.sample_now())
+        self.assertEqual(len([srv.get(), srv.get()]), 2)
 
 
 class ThreadTest(Base):

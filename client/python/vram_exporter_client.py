@@ -52,6 +52,9 @@ MAX_POOLS = 32
 BACKOFF_MIN = 0.5
 BACKOFF_MAX = 30.0
 LOG_EVERY = 60.0  # seconds between two log lines of the same kind
+# The daemon rate-limits each connection (100 messages/s, burst 200) and closes one whose
+# last 20 messages were rejected: sample_now() does no work more often than this.
+MIN_SAMPLE_GAP = 0.02
 
 log = logging.getLogger("vram_exporter_client")
 
@@ -721,6 +724,7 @@ class Reporter(object):
         self._sleep = testing.pop("_sleep", None)  # reserved for tests; Event.wait is used
         self._socket_factory = testing.pop("_socket_factory", None)
         self._random = testing.pop("_random", random.random)
+        self._min_gap = testing.pop("_min_gap", MIN_SAMPLE_GAP)
         if testing:
             self._log.warning("vram_exporter_client: unknown Reporter arguments ignored: %s",
                               ", ".join(sorted(testing)))
@@ -752,6 +756,7 @@ class Reporter(object):
         self._errors = 0
         self._sock = None
         self._pid = os.getpid()
+        self._last_sample = float("-inf")
         self._failures = 0
         self._next_connect = 0.0
         self._last_log = {}
@@ -761,6 +766,7 @@ class Reporter(object):
         self._thread = None
         self._stop = threading.Event()
         self._running = False
+        self._last_sample = float("-inf")
         self._head = None        # cached JSON head of the message
         self._ok_uuids = set()   # validation caches
         self._ok_names = set()
@@ -1031,10 +1037,17 @@ class Reporter(object):
 
     def sample_now(self):
         """Collect and send one sample in the caller's thread.  Returns True if the
-        message was handed to the kernel.  Never raises, never blocks on the daemon."""
+        message was handed to the kernel.  Never raises, never blocks on the daemon.
+        Calls within 20 ms of the previous sample return False at once (the daemon
+        accepts at most 100 messages/s per connection)."""
         try:
             if self._pid != os.getpid():
                 self._after_fork_in_child()
+            if self._min_gap:
+                now = self._clock()
+                if now - self._last_sample < self._min_gap:
+                    return False  # a sample went out just now (daemon rate limit)
+                self._last_sample = now
             runtime, rversion, devices = self._collect()
             with self._lock:
                 try:
@@ -1193,6 +1206,7 @@ class Reporter(object):
             except Exception:  # noqa: BLE001
                 pass
         self._pid = os.getpid()
+        self._last_sample = float("-inf")
         self._failures = 0
         self._next_connect = 0.0
         self._thread = None
