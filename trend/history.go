@@ -13,18 +13,26 @@ import (
 // every request); its minimum over a bucket is the memory that stays, which is what a
 // leak grows and what a request burst does not.
 //
-// Why incremental least squares and not Theil–Sen: on the evaluation suite the bucket
-// floor already removes the outliers a robust estimator exists for (request peaks), and
-// the remaining failure modes (cache steps) fool Theil–Sen as much as least squares
-// (a median of pairwise slopes across one step is still the step divided by the
-// distance). R² on the other hand is exactly what separates a step (R² ≤ 0.75 for any
-// single step) from a line, and it comes for free from the same sums. So every closed
-// bucket costs O(1) per column, plus an O(ring) re-base once per ring length.
+// Outlier rejection: a floor can only be wrong upwards (a bucket in which the process
+// was never idle, so every sample carried activations). The point fitted for bucket b is
+// therefore min(floor[b−1], floor[b]): a single raised bucket vanishes, a straight line
+// only shifts by one bucket (its slope is unchanged). On the suite, without it, one busy
+// bucket in a step leak's window dropped R² from 0.98 to 0.55 and delayed detection by
+// 13 minutes.
+//
+// Why incremental least squares and not Theil–Sen: with that rejection the remaining
+// failure modes (cache steps) fool Theil–Sen as much as least squares (a median of
+// pairwise slopes across one step is still the step over the distance), while R² is
+// exactly what separates a step (R² ≤ 0.75 for any single step) from a line, and it
+// comes for free from the same sums. So every closed bucket costs O(1) per column, plus
+// an O(ring) re-base once per ring length.
 type history struct {
-	bucket time.Duration
-	shortN int64 // buckets in the short window
-	idx    []int64
-	cols   [][]float64 // cols[c][slot]; NaN when the column had no sample in that bucket
+	bucket  time.Duration
+	shortN  int64 // buckets in the short window
+	idx     []int64
+	cols    [][]float64 // cols[c][slot]: the fitted point (see above); NaN when none
+	prev    []float64   // raw floor of the newest closed bucket per column (NaN: none)
+	prevIdx int64
 
 	short, long []lsq // per column
 	shortTail   int64 // oldest bucket index that may still be in the short sums
@@ -54,6 +62,7 @@ func newHistory(cfg Config, ncols int) *history {
 		ref:    make([]float64, ncols),
 		refOK:  make([]bool, ncols),
 		curMin: make([]float64, ncols),
+		prev:   make([]float64, ncols),
 	}
 	// One backing array for all columns: fewer allocations, better locality.
 	backing := make([]float64, n*ncols)
@@ -72,6 +81,7 @@ func (h *history) reset() {
 		h.short[c], h.long[c] = lsq{}, lsq{}
 		h.refOK[c] = false
 		h.curMin[c] = math.NaN()
+		h.prev[c] = math.NaN()
 	}
 	h.started, h.curOpen, h.sinceRebase = false, false, 0
 }
@@ -136,8 +146,14 @@ func (h *history) close() {
 	s := int(b % n)
 	h.idx[s] = b
 	x := float64(b - h.origin)
+	adjacent := h.prevIdx == b-1
 	for c := range h.cols {
-		v := h.curMin[c]
+		raw := h.curMin[c]
+		v := raw
+		if adjacent && raw > h.prev[c] { // NaN compares false: a missing neighbour is ignored
+			v = h.prev[c]
+		}
+		h.prev[c] = raw
 		h.cols[c][s] = v
 		h.curMin[c] = math.NaN()
 		if math.IsNaN(v) {
@@ -150,7 +166,7 @@ func (h *history) close() {
 		h.short[c].add(x, y)
 		h.long[c].add(x, y)
 	}
-	h.last = b
+	h.last, h.prevIdx = b, b
 
 	h.sinceRebase++
 	if h.sinceRebase >= len(h.idx) {

@@ -203,7 +203,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "default", mod: func(*Config) {}},
 		{name: "zero bucket", mod: func(c *Config) { c.Bucket = 0 }, want: "bucket must be positive"},
 		{name: "short window too short", mod: func(c *Config) { c.ShortWindow = time.Minute }, want: "short window 1m0s must hold at least 5 buckets"},
-		{name: "long shorter than short", mod: func(c *Config) { c.LongWindow = time.Minute * 10 }, want: "must not be shorter than the short window"},
+		{name: "long shorter than short", mod: func(c *Config) { c.LongWindow = time.Minute * 5 }, want: "must not be shorter than the short window"},
 		{name: "too many buckets", mod: func(c *Config) { c.Bucket = time.Millisecond }, want: "use a wider bucket"},
 		{name: "zero rate", mod: func(c *Config) { c.MinRate = 0 }, want: "minimum rate must be a positive number"},
 		{name: "NaN rate", mod: func(c *Config) { c.MinRate = math.NaN() }, want: "minimum rate"},

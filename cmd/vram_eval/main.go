@@ -22,8 +22,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "eval/testdata", "directory holding labels.json and the traces")
 	generate := fs.Bool("generate", false, "rewrite the synthetic traces and labels in -dir, then report")
+	show := fs.String("replay", "", "print the verdict changes of one labelled trace (by name) as a table, instead of the report")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *show != "" {
+		if err := eval.Show(*dir, *show, trend.DefaultConfig(), stdout); err != nil {
+			fmt.Fprintln(stderr, "vram_eval:", err)
+			return 1
+		}
+		return 0
 	}
 	if *generate {
 		if err := eval.WriteSuite(*dir); err != nil {

@@ -1,0 +1,303 @@
+// Package eval is the leak detector's proving ground: a deterministic generator of
+// labelled traces that reproduce what was measured on real serving loops (an H200,
+// PyTorch, see ../../shared/DESIGN.md), and a scorer that replays every labelled trace
+// (synthetic or recorded on a real GPU) through the detector and through the naive
+// PromQL rule it replaces, and reports precision, recall, false-positive rate and
+// detection delay for both.
+package eval
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/trace"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+const mib = 1024 * 1024
+
+// Epoch is the start time of every synthetic trace.
+var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// LeakKind says where a synthetic leak grows.
+type LeakKind string
+
+const (
+	NoLeak           LeakKind = ""
+	LinearLeak       LeakKind = "linear"       // allocated floor, straight line
+	StepLeak         LeakKind = "step"         // allocated floor, a step every StepEvery
+	UnattributedLeak LeakKind = "unattributed" // memory outside the allocator, straight line
+)
+
+// Spec describes one synthetic trace. The model of one serving process, per sample:
+//
+//	allocated    = AllocBase + leak(t) + burst(t) + activation   (activation: with
+//	               probability Busy a request is in flight, uniform in [0, ActPeak])
+//	reserved     = max(previous reserved, allocated rounded up to 2 MiB + warm-up cache
+//	               steps + dynamic-shape steps): the caching allocator never gives back
+//	unattributed = UnattrBase + warm-up steps (+ leak for UnattributedLeak)
+//	used         = reserved + unattributed (what NVML reports for the process)
+//
+// plus one GPU line per sample (gpu_used = used + 600 MiB of other tenants/driver).
+// A process that pushes nothing (Push false) writes only used.
+type Spec struct {
+	Name     string
+	Note     string
+	Seed     uint64
+	Duration time.Duration
+	Cadence  time.Duration
+
+	Push bool // the process pushes allocator stats (allocated, reserved)
+
+	AllocBase float64 // MiB
+	ActPeak   float64 // MiB, request activations
+	Busy      float64 // 0..1, share of samples taken mid-request
+	FloorJit  float64 // MiB, uniform jitter on the allocated floor (short-lived tensors)
+
+	CacheWarm  float64 // MiB of cache added in steps during the first WarmSpan
+	UnattrBase float64 // MiB
+	UnattrWarm float64 // MiB added in steps during the first WarmSpan
+	WarmSpan   time.Duration
+
+	Leak      LeakKind
+	Onset     time.Duration
+	Rate      float64 // MiB/min for linear leaks
+	StepSize  float64 // MiB per step for step leaks
+	StepEvery time.Duration
+
+	BurstAt   time.Duration // 0: none
+	BurstSize float64       // MiB held for BurstHold
+	BurstHold time.Duration
+
+	DynShapes float64       // MiB of reserved added by new shapes over DynOver
+	DynOver   time.Duration // shape arrivals slow down quadratically: a plateau
+
+	RestartAt time.Duration // 0: none; the PID is reused by a new process
+}
+
+// Label is the ground truth of one trace, as stored in testdata/labels.json.
+type Label struct {
+	Name string `json:"name"`
+	// File is relative to the testdata directory (real traces: "real/NAME.jsonl").
+	File string `json:"file"`
+	Leak bool   `json:"leak"`
+	// OnsetSeconds is the leak's start, in seconds after the trace's first record.
+	OnsetSeconds float64 `json:"onset_seconds,omitempty"`
+	// RateMiBPerMin is the leak's average rate.
+	RateMiBPerMin float64 `json:"rate_mib_per_min,omitempty"`
+	// Expect is the verdict the detector should reach (leak or unattributed_growth).
+	Expect string `json:"expect,omitempty"`
+	// PID, when set, restricts scoring to that process (real traces with neighbours).
+	PID  uint32 `json:"pid,omitempty"`
+	Note string `json:"note,omitempty"`
+}
+
+// Label returns the ground truth of s.
+func (s Spec) Label() Label {
+	l := Label{Name: s.Name, File: s.Name + ".jsonl.gz", Note: s.Note}
+	if s.Leak == NoLeak {
+		return l
+	}
+	l.Leak, l.OnsetSeconds, l.Expect = true, s.Onset.Seconds(), string(trend.Leak)
+	switch s.Leak {
+	case StepLeak:
+		l.RateMiBPerMin = s.StepSize / s.StepEvery.Minutes()
+	case UnattributedLeak:
+		l.RateMiBPerMin, l.Expect = s.Rate, string(trend.UnattributedGrowth)
+	default:
+		l.RateMiBPerMin = s.Rate
+	}
+	return l
+}
+
+// healthy is a healthy server as measured on an H200: allocated floor flat at 65 MiB,
+// cache up ≈ 0.5–0.9 GiB within two minutes, unattributed 520 → ≈ 700 MiB meanwhile.
+func healthy(name string, seed uint64) Spec {
+	return Spec{
+		Name: name, Seed: seed, Duration: 3 * time.Hour, Cadence: 5 * time.Second, Push: true,
+		AllocBase: 65, ActPeak: 600, Busy: 0.5, FloorJit: 2,
+		CacheWarm: 300, UnattrBase: 520, UnattrWarm: 180, WarmSpan: 2 * time.Minute,
+	}
+}
+
+// Suite returns the synthetic traces, in a stable order.
+func Suite() []Spec {
+	var out []Spec
+	add := func(s Spec, f func(*Spec)) {
+		f(&s)
+		out = append(out, s)
+	}
+	linear := func(name string, seed uint64, rate float64, onset time.Duration, note string) {
+		add(healthy(name, seed), func(s *Spec) { s.Leak, s.Rate, s.Onset, s.Note = LinearLeak, rate, onset, note })
+	}
+	linear("leak_alloc_0.25mib", 1, 0.25, 30*time.Minute, "linear leak of 0.25 MiB/min on allocated from minute 30")
+	linear("leak_alloc_1mib", 2, 1, 30*time.Minute, "linear leak of 1 MiB/min on allocated from minute 30")
+	linear("leak_alloc_10mib", 3, 10, 30*time.Minute, "linear leak of 10 MiB/min on allocated from minute 30")
+	linear("leak_alloc_100mib", 4, 100, 60*time.Minute, "linear leak of 100 MiB/min on allocated from minute 60")
+	linear("leak_from_start_12mib", 5, 12, 0, "outputs kept in a global list: 12 MiB/min from the first request")
+	add(healthy("leak_used_only_10mib", 6), func(s *Spec) {
+		s.Push, s.Leak, s.Rate, s.Onset = false, LinearLeak, 10, 30*time.Minute
+		s.Note = "process pushes nothing: 10 MiB/min leak seen through NVML used only, from minute 30"
+	})
+	add(healthy("leak_step_16mib", 7), func(s *Spec) {
+		s.Leak, s.StepSize, s.StepEvery, s.Onset = StepLeak, 32, 2*time.Minute, 30*time.Minute
+		s.Note = "step leak: 32 MiB every 2 min from minute 30"
+	})
+	add(healthy("leak_step_2mib", 8), func(s *Spec) {
+		s.Leak, s.StepSize, s.StepEvery, s.Onset = StepLeak, 10, 5*time.Minute, 30*time.Minute
+		s.Note = "step leak: 10 MiB every 5 min from minute 30"
+	})
+	add(healthy("leak_unattributed_20mib", 9), func(s *Spec) {
+		s.Leak, s.Rate, s.Onset = UnattributedLeak, 20, 30*time.Minute
+		s.Note = "raw allocations outside the allocator: unattributed rises 20 MiB/min from minute 30"
+	})
+
+	add(healthy("sawtooth_flat", 20), func(s *Spec) {
+		s.ActPeak, s.Busy, s.CacheWarm = 2048, 0.6, 200
+		s.Note = "requests of up to 2 GiB of activations on a flat floor"
+	})
+	add(healthy("cache_warmup_plateau", 21), func(s *Spec) {
+		s.CacheWarm, s.WarmSpan = 900, 3*time.Minute
+		s.Note = "reserved jumps 0.9 GiB in steps in the first 3 minutes, then flat"
+	})
+	add(healthy("dynamic_shapes_plateau", 22), func(s *Spec) {
+		s.DynShapes, s.DynOver = 1536, 40*time.Minute
+		s.Note = "new input shapes grow reserved by 1.5 GiB over 40 minutes, ever more slowly, then flat"
+	})
+	add(healthy("unattributed_warmup", 23), func(s *Spec) {
+		s.UnattrWarm, s.WarmSpan = 230, 4*time.Minute
+		s.Note = "unattributed 520 -> 750 MiB in steps over the first 4 minutes, then flat"
+	})
+	add(healthy("load_burst_cache", 24), func(s *Spec) {
+		s.BurstAt, s.BurstSize, s.BurstHold = 60*time.Minute, 2048, 3*time.Minute
+		s.Note = "a load burst holds 2 GiB for 3 minutes at minute 60; the cache keeps it"
+	})
+	add(healthy("load_burst_used_only", 25), func(s *Spec) {
+		s.Push = false
+		s.BurstAt, s.BurstSize, s.BurstHold = 60*time.Minute, 2048, 3*time.Minute
+		s.Note = "the same burst seen through NVML used only: a permanent 2 GiB step"
+	})
+	add(healthy("pid_reuse_restart", 26), func(s *Spec) {
+		s.RestartAt, s.AllocBase = 80*time.Minute, 2048
+		s.Note = "the process exits at minute 80 and a new one reuses its PID (new start ticks), warming up again"
+	})
+	add(healthy("heavy_noise", 27), func(s *Spec) {
+		s.Cadence, s.ActPeak, s.Busy, s.FloorJit = 2*time.Second, 4096, 0.9, 64
+		s.Note = "90% busy with up to 4 GiB of activations and 64 MiB of floor jitter, flat underneath"
+	})
+	add(healthy("idle", 28), func(s *Spec) {
+		s.Cadence, s.Busy, s.FloorJit, s.CacheWarm, s.UnattrWarm = 10*time.Second, 0, 0, 0, 0
+		s.Note = "loaded model, no requests: every series constant"
+	})
+	return out
+}
+
+// procState is one simulated process lifetime.
+type procState struct {
+	start      uint64
+	born       time.Duration
+	reserved   float64
+	cacheSteps []step
+	unattSteps []step
+	dynSteps   []step
+}
+
+type step struct {
+	at   time.Duration
+	size float64
+}
+
+// warmSteps spreads total over n steps at random times in [0, span).
+func warmSteps(rng *rand.Rand, total float64, n int, span time.Duration) []step {
+	if total == 0 || span <= 0 {
+		return nil
+	}
+	out := make([]step, n)
+	for i := range out {
+		out[i] = step{at: time.Duration(rng.Float64() * float64(span)), size: total / float64(n)}
+	}
+	return out
+}
+
+func sumSteps(steps []step, el time.Duration) float64 {
+	var s float64
+	for _, st := range steps {
+		if el >= st.at {
+			s += st.size
+		}
+	}
+	return s
+}
+
+// Generate writes the trace of s to w. The same Spec always writes the same bytes.
+func Generate(s Spec, w io.Writer) error {
+	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
+	tw := trace.NewWriter(w, 0)
+	const pid = 4242
+	const uuid = "GPU-5f1e3c2a-8b7d-4e09-a6c1-93d2f4b8e710"
+	const total = 143771 * mib // an H200
+	newProc := func(born time.Duration, n uint64) *procState {
+		p := &procState{start: 1_000_000 + s.Seed*1000 + n*500_000, born: born}
+		p.cacheSteps = warmSteps(rng, s.CacheWarm*mib, 5, s.WarmSpan)
+		p.unattSteps = warmSteps(rng, s.UnattrWarm*mib, 4, s.WarmSpan)
+		if s.DynShapes > 0 {
+			const k = 10
+			for i := 1; i <= k; i++ {
+				f := float64(i) / k
+				p.dynSteps = append(p.dynSteps, step{at: time.Duration(f * f * float64(s.DynOver)),
+					size: s.DynShapes * mib / k * (0.5 + rng.Float64())})
+			}
+		}
+		return p
+	}
+	p := newProc(0, 0)
+	restarted := false
+	for el := time.Duration(0); el <= s.Duration; el += s.Cadence {
+		if s.RestartAt > 0 && !restarted && el >= s.RestartAt {
+			restarted = true
+			p = newProc(el, 1)
+		}
+		life := el - p.born
+		leak, unLeak := 0.0, 0.0
+		if el >= s.Onset {
+			since := (el - s.Onset).Minutes()
+			switch s.Leak {
+			case LinearLeak:
+				leak = s.Rate * mib * since
+			case StepLeak:
+				leak = s.StepSize * mib * math.Floor(since/s.StepEvery.Minutes()+1)
+			case UnattributedLeak:
+				unLeak = s.Rate * mib * since
+			}
+		}
+		floor := s.AllocBase*mib + leak + s.FloorJit*mib*rng.Float64()
+		if s.BurstAt > 0 && el >= s.BurstAt && el < s.BurstAt+s.BurstHold {
+			floor += s.BurstSize * mib
+		}
+		act := 0.0
+		if rng.Float64() < s.Busy {
+			act = s.ActPeak * mib * rng.Float64()
+		}
+		allocated := math.Round(floor + act)
+		want := math.Ceil(allocated/(2*mib))*2*mib + sumSteps(p.cacheSteps, life) + sumSteps(p.dynSteps, life)
+		p.reserved = math.Max(p.reserved, want)
+		unatt := s.UnattrBase*mib + sumSteps(p.unattSteps, life) + math.Round(unLeak)
+		used := p.reserved + unatt
+		t := epoch.Add(el)
+		rec := trace.Process{T: t, PID: pid, Start: p.start, UUID: uuid, Used: used, HasUsed: true}
+		if s.Push {
+			rec.Allocated, rec.HasAllocated = allocated, true
+			rec.Reserved, rec.HasReserved = p.reserved, true
+		}
+		if err := tw.WriteProcess(rec); err != nil {
+			return fmt.Errorf("generating %s: %w", s.Name, err)
+		}
+		if err := tw.WriteGPU(trace.GPU{T: t, UUID: uuid, Used: used + 600*mib, Total: total}); err != nil {
+			return fmt.Errorf("generating %s: %w", s.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+// Package replay runs the leak detector over a recorded trace at full speed: the same
+// trend.Engine the daemon uses, fed from a file instead of the sample loop, printing a
+// line whenever a process's verdict changes. Users replay an incident with it
+// (vram_exporter replay --input PATH --output table|json); the evaluation suite scores
+// the detector through Events, so what is measured is what users run.
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/trace"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+// Output formats accepted by Run.
+const (
+	FormatTable = "table"
+	FormatJSON  = "json"
+)
+
+// Formats lists the output formats, for flag help and validation.
+func Formats() []string { return []string{FormatTable, FormatJSON} }
+
+// Change is one verdict change of one process on one GPU.
+type Change struct {
+	T        time.Time
+	PID      uint32
+	Start    uint64
+	UUID     string
+	Verdict  trend.Verdict
+	Previous trend.Verdict // "" for a process seen for the first time
+	Reason   string
+	Growth   []trend.Growth
+}
+
+// Summary describes a replayed trace.
+type Summary struct {
+	Records        int // well-formed lines
+	ProcessRecords int
+	GPURecords     int
+	Processes      int // distinct (pid, start, uuid)
+	Changes        int
+	Malformed      int
+	MalformedLines []trace.LineError // the first ones, with line numbers
+	First, Last    time.Time
+}
+
+// sweepIdle is how long a process may be silent in a trace before the engine forgets
+// it. Ten minutes covers a stalled sampler without keeping the dead forever.
+const sweepIdle = 10 * time.Minute
+
+type key struct {
+	pid   uint32
+	start uint64
+	uuid  string
+}
+
+// Events replays in through a fresh engine and calls fn for every verdict change, in
+// trace order. Malformed lines are skipped and counted in the summary.
+func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
+	var sum Summary
+	eng, err := trend.NewEngine(cfg)
+	if err != nil {
+		return sum, err
+	}
+	r := trace.NewReader(in)
+	last := map[key]trend.Verdict{}
+	seen := map[key]bool{}
+	var lastSweep time.Time
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			sum.Malformed, sum.MalformedLines = r.Malformed()
+			return sum, err
+		}
+		sum.Records++
+		var t time.Time
+		switch {
+		case rec.Process != nil:
+			p := rec.Process
+			t = p.T
+			sum.ProcessRecords++
+			k := key{p.PID, p.Start, p.UUID}
+			if !seen[k] {
+				seen[k] = true
+				sum.Processes++
+			}
+			res := eng.Observe(trend.Sample{
+				Key: trend.Key{PID: p.PID, Start: p.Start, UUID: p.UUID}, T: p.T,
+				Used: p.Used, Allocated: p.Allocated, Reserved: p.Reserved,
+				HasUsed: p.HasUsed, HasAllocated: p.HasAllocated, HasReserved: p.HasReserved,
+			})
+			prev, known := last[k]
+			if !known || prev != res.Verdict {
+				last[k] = res.Verdict
+				sum.Changes++
+				at := res.Since
+				if at.IsZero() || !known {
+					at = p.T
+				}
+				fn(Change{T: at, PID: p.PID, Start: p.Start, UUID: p.UUID, Verdict: res.Verdict,
+					Previous: prev, Reason: res.Reason, Growth: res.Growth})
+			}
+		case rec.GPU != nil:
+			g := rec.GPU
+			t = g.T
+			sum.GPURecords++
+			eng.ObserveGPU(trend.GPUSample{UUID: g.UUID, T: g.T, Used: g.Used, Total: g.Total})
+		}
+		if sum.First.IsZero() || t.Before(sum.First) {
+			sum.First = t
+		}
+		if t.After(sum.Last) {
+			sum.Last = t
+		}
+		if t.Sub(lastSweep) >= time.Minute {
+			lastSweep = t
+			eng.Sweep(t, sweepIdle)
+			for k := range last {
+				if _, ok := eng.Result(trend.Key{PID: k.pid, Start: k.start, UUID: k.uuid}); !ok {
+					delete(last, k)
+				}
+			}
+		}
+	}
+	sum.Malformed, sum.MalformedLines = r.Malformed()
+	return sum, nil
+}
+
+// Run replays in and prints every verdict change to out, as an aligned table for people
+// (FormatTable) or as JSON lines (FormatJSON).
+func Run(in io.Reader, out io.Writer, cfg trend.Config, format string) (Summary, error) {
+	var print func(Change) error
+	var first time.Time
+	switch format {
+	case FormatJSON:
+		enc := json.NewEncoder(out)
+		print = func(c Change) error { return enc.Encode(jsonLine(c)) }
+	case FormatTable:
+		if _, err := fmt.Fprintln(out, tableHeader()); err != nil {
+			return Summary{}, fmt.Errorf("writing replay output: %w", err)
+		}
+		print = func(c Change) error {
+			if first.IsZero() {
+				first = c.T
+			}
+			_, err := fmt.Fprintln(out, tableRow(c, first))
+			return err
+		}
+	default:
+		return Summary{}, fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats(), ", "))
+	}
+	var werr error
+	sum, err := Events(in, cfg, func(c Change) {
+		if werr == nil {
+			werr = print(c)
+		}
+	})
+	if err != nil {
+		return sum, fmt.Errorf("replaying trace: %w", err)
+	}
+	if werr != nil {
+		return sum, fmt.Errorf("writing replay output: %w", werr)
+	}
+	return sum, nil
+}
+
+// JSONLine is one line of the JSON output. Slopes are bytes per second over the short
+// window, present only once the window holds enough floors.
+type JSONLine struct {
+	T        float64  `json:"t"`
+	Time     string   `json:"time"`
+	PID      uint32   `json:"pid"`
+	Start    uint64   `json:"start,omitempty"`
+	UUID     string   `json:"uuid"`
+	Verdict  string   `json:"verdict"`
+	Previous string   `json:"previous,omitempty"`
+	Reason   string   `json:"reason"`
+	Alloc    *float64 `json:"allocated_bytes_per_second,omitempty"`
+	Reserved *float64 `json:"reserved_bytes_per_second,omitempty"`
+	Used     *float64 `json:"used_bytes_per_second,omitempty"`
+	Unattr   *float64 `json:"unattributed_bytes_per_second,omitempty"`
+}
+
+func jsonLine(c Change) JSONLine {
+	l := JSONLine{
+		T:    float64(c.T.UnixMicro()) / 1e6,
+		Time: c.T.UTC().Format(time.RFC3339), PID: c.PID, Start: c.Start, UUID: c.UUID,
+		Verdict: string(c.Verdict), Previous: string(c.Previous), Reason: c.Reason,
+	}
+	for _, g := range c.Growth {
+		if g.Window != trend.WindowShort || !g.Valid {
+			continue
+		}
+		v := math.Round(g.BytesPerSecond*1000) / 1000
+		switch g.Series {
+		case trend.SeriesAllocated:
+			l.Alloc = &v
+		case trend.SeriesReserved:
+			l.Reserved = &v
+		case trend.SeriesUsed:
+			l.Used = &v
+		case trend.SeriesUnattributed:
+			l.Unattr = &v
+		}
+	}
+	return l
+}
+
+const rowFormat = "%-20s %9s %8s %-12s %-19s %9s %9s %9s %9s  %s"
+
+func tableHeader() string {
+	return fmt.Sprintf(rowFormat, "TIME", "OFFSET", "PID", "GPU", "VERDICT",
+		"ALLOC", "RESERVED", "USED", "UNATTR", "REASON (slopes: MiB/min, short window)")
+}
+
+func tableRow(c Change, first time.Time) string {
+	slopes := map[string]string{}
+	for _, g := range c.Growth {
+		if g.Window == trend.WindowShort && g.Valid {
+			slopes[g.Series] = strconv.FormatFloat(g.BytesPerSecond/trend.MiBPerMinute, 'f', 2, 64)
+		}
+	}
+	get := func(s string) string {
+		if v, ok := slopes[s]; ok {
+			return v
+		}
+		return "-"
+	}
+	uuid := c.UUID
+	if len(uuid) > 12 {
+		uuid = uuid[:12]
+	}
+	return fmt.Sprintf(rowFormat, c.T.UTC().Format(time.RFC3339), offset(c.T.Sub(first)),
+		strconv.FormatUint(uint64(c.PID), 10), uuid, c.Verdict,
+		get(trend.SeriesAllocated), get(trend.SeriesReserved), get(trend.SeriesUsed), get(trend.SeriesUnattributed),
+		c.Reason)
+}
+
+func offset(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	return fmt.Sprintf("+%d:%02d:%02d", h, m, s)
+}

@@ -1,0 +1,68 @@
+package trend
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkObserve feeds 1,000 (pid, uuid) series round-robin at a 1 s cadence, so
+// every 30th round closes a bucket for each: ns/op is the amortised cost of one sample.
+func BenchmarkObserve(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
+			e, _ := NewEngine(DefaultConfig())
+			keys := make([]Key, n)
+			for i := range keys {
+				keys[i] = Key{PID: uint32(1000 + i), Start: 1, UUID: "GPU-5f1e3c2a-8b7d-4e09-a6c1-93d2f4b8e710"}
+			}
+			// Fill the long window first so the benchmark measures steady state.
+			warm := int(DefaultConfig().LongWindow / time.Second)
+			for r := range warm {
+				for i := range keys {
+					e.Observe(sample(keys[i], r))
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := warm + i/n
+				e.Observe(sample(keys[i%n], r))
+			}
+		})
+	}
+}
+
+func sample(k Key, r int) Sample {
+	v := float64(1<<30) + float64(r)*1000 + float64(r%7)*1e6
+	return Sample{Key: k, T: t0.Add(time.Duration(r) * time.Second),
+		Used: v + 600<<20, Allocated: v / 2, Reserved: v, HasUsed: true, HasAllocated: true, HasReserved: true}
+}
+
+// TestMemoryPerSeries measures the heap one (pid, uuid) costs once its long window is
+// full, with runtime.MemStats before and after creating 1,000 of them.
+func TestMemoryPerSeries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 1,000 series")
+	}
+	const n = 1000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	e, _ := NewEngine(DefaultConfig())
+	for i := range n {
+		k := Key{PID: uint32(i + 1), Start: 1, UUID: "GPU-5f1e3c2a-8b7d-4e09-a6c1-93d2f4b8e710"}
+		for r := 0; r < 3; r++ { // a bucket closes: the growth slice exists too
+			e.Observe(sample(k, r*30))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("heap per (pid, uuid) series: %.0f bytes (runtime.MemStats, %d series)", per, n)
+	if per > 16*1024 {
+		t.Errorf("%.0f bytes per series, want under 16 KiB", per)
+	}
+	runtime.KeepAlive(e)
+}
