@@ -1,0 +1,243 @@
+package collector
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+
+	"github.com/vram-exporter/vram_exporter/nvml"
+	"github.com/vram-exporter/vram_exporter/nvml/nvmltest"
+	"github.com/vram-exporter/vram_exporter/procinfo"
+	"github.com/vram-exporter/vram_exporter/push"
+	"github.com/vram-exporter/vram_exporter/state"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+const (
+	MiB  = 1 << 20
+	GiB  = 1 << 30
+	gpuA = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
+)
+
+type staticView struct{ v *state.View }
+
+func (s staticView) Latest() *state.View { return s.v }
+
+type staticPush struct{ s push.Stats }
+
+func (s staticPush) Stats() push.Stats { return s.s }
+
+var now = time.Unix(1_700_000_000, 0)
+
+// fixtureView is a node with one GPU, a pushing torch process (with a nested KV cache),
+// an NVML-only process, and an NVML error counter.
+func fixtureView() *state.View {
+	return &state.View{
+		Time: now,
+		NVML: nvml.Snapshot{
+			Up: true, DriverVersion: "580.159.04", NVMLVersion: "13.580.159.04", PollDuration: 2 * time.Millisecond,
+			Errors: map[nvml.ErrorKey]uint64{{Call: "GetBAR1MemoryInfo", Error: "not_supported"}: 3},
+		},
+		GPUs: []state.GPU{{
+			GPU: nvml.GPU{Index: 0, UUID: gpuA, Name: "NVIDIA H200", PCIBusID: "00000000:18:00.0", MemoryAPI: "v2",
+				TotalBytes: 143771 * MiB, UsedBytes: 20 * GiB, FreeBytes: 143771*MiB - 20*GiB - 577*MiB, DriverReservedBytes: 577 * MiB,
+				BAR1Valid: true, BAR1TotalBytes: 256 * GiB, BAR1UsedBytes: 8 * MiB, GPUInstanceID: -1, ComputeInstanceID: -1},
+			HasTrend: true,
+			Trend: trend.GPUResult{Growth: []trend.Growth{{Series: "used", Window: "short", BytesPerSecond: 1 * MiB, Fit: 0.97, Valid: true}},
+				ExhaustionSeconds: 3600, ExhaustionValid: true},
+		}},
+		Processes: []state.Process{
+			{
+				PID: 4242, UUID: gpuA, GPU: "0", HasNVML: true, UsedBytes: 2 * GiB,
+				HasFacts: true, Facts: procinfo.Facts{PID: 4242, Comm: "python3", Cmdline: "python3 serve.py", RSSBytes: 3 * GiB,
+					StartTime: time.Unix(1_699_990_000, 0), ContainerID: "containerd://" + strings.Repeat("ab", 32), PodUID: "0f8b6a3e-1111-2222-3333-444455556666"},
+				Pushed:   true,
+				Runtimes: []state.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"}}},
+				Pools: []state.Pool{
+					{Name: "torch", Allocated: 1 * GiB, Reserved: 1536 * MiB, PeakAllocated: state.OptionalBytes{Value: 1200 * MiB, Set: true},
+						InactiveSplit: state.OptionalBytes{Value: 2 * MiB, Set: true}, AllocRetries: state.OptionalBytes{Value: 1, Set: true}, OOMs: state.OptionalBytes{Set: true}},
+					{Name: "vllm.kv_cache", Parent: "torch", Allocated: 512 * MiB, Reserved: 512 * MiB},
+				},
+				AllocatedBytes: 1 * GiB, ReservedBytes: 1536 * MiB, LastPush: now.Add(-2 * time.Second),
+				HasUnattributed: true, UnattributedBytes: 512 * MiB,
+				HasTrend: true, Trend: trend.Result{Verdict: trend.Leak, Growth: []trend.Growth{
+					{Series: "allocated", Window: "short", BytesPerSecond: 204800, Fit: 0.99, Valid: true},
+					{Series: "allocated", Window: "long", Valid: false},
+				}},
+			},
+			{PID: 5151, UUID: gpuA, GPU: "0", HasNVML: true, UsedBytes: 1 * GiB},
+		},
+		Senders: []push.Sender{{ConnID: 1, PID: 4242, LastSeen: now.Add(-2 * time.Second), Msg: push.Message{ClientDropped: 4}}},
+	}
+}
+
+func fixturePushStats() push.Stats {
+	st := push.Stats{Connections: 1, ConnectionsAccepted: 3, MessagesAccepted: 100, BytesReceived: 50000,
+		Rejected: map[string]uint64{}, Disconnects: map[string]uint64{}}
+	st.Rejected["invalid_json"] = 2
+	return st
+}
+
+func newTestRegistry(t testing.TB, v *state.View, ps PushStats) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	c := New(staticView{v}, ps, zap.NewNop()).WithNow(func() time.Time { return now })
+	if err := Register(reg, c); err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// TestGolden compares the whole exposition (minus the per-scrape durations) with
+// testdata/golden.prom. Regenerate with: go test ./collector -run TestGolden -update
+func TestGolden(t *testing.T) {
+	reg := newTestRegistry(t, fixtureView(), staticPush{fixturePushStats()})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		if mf.GetName() != "vram_collector_duration_seconds" {
+			names = append(names, mf.GetName())
+		}
+	}
+	golden := filepath.Join("testdata", "golden.prom")
+	if *update {
+		var sb strings.Builder
+		for _, mf := range mfs {
+			if mf.GetName() == "vram_collector_duration_seconds" {
+				continue
+			}
+			if err := writeFamily(&sb, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(golden, []byte(sb.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := testutil.GatherAndCompare(reg, f, names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLintClean(t *testing.T) {
+	c := New(staticView{fixtureView()}, staticPush{fixturePushStats()}, zap.NewNop())
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	problems, err = testutil.CollectAndLint(runtimeInfo{c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint runtime info: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestNVMLDownAndNoPushSocket(t *testing.T) {
+	v := &state.View{Time: now}
+	reg := newTestRegistry(t, v, nil)
+	want := `
+# HELP vram_nvml_up 1 if NVML is initialised and the last poll enumerated the GPUs, 0 if NVML is unavailable (no driver, library not found, driver gone).
+# TYPE vram_nvml_up gauge
+vram_nvml_up 0
+# HELP vram_collector_success 1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.
+# TYPE vram_collector_success gauge
+vram_collector_success{collector="gpu"} 1
+vram_collector_success{collector="nvml"} 0
+vram_collector_success{collector="process"} 1
+vram_collector_success{collector="push"} 1
+vram_collector_success{collector="runtime"} 1
+vram_collector_success{collector="trend"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "vram_nvml_up", "vram_collector_success"); err != nil {
+		t.Fatal(err)
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if strings.HasPrefix(mf.GetName(), "vram_gpu_") || strings.HasPrefix(mf.GetName(), "vram_push_connections") {
+			t.Errorf("%s exported without NVML / push socket", mf.GetName())
+		}
+	}
+}
+
+func TestEveryMetricHasHelpAndBaseUnits(t *testing.T) {
+	reg := newTestRegistry(t, fixtureView(), staticPush{fixturePushStats()})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		n := mf.GetName()
+		if mf.GetHelp() == "" {
+			t.Errorf("%s has no HELP", n)
+		}
+		if strings.Contains(n, "mib") || strings.Contains(n, "_mb") || strings.Contains(n, "milli") {
+			t.Errorf("%s is not in base units", n)
+		}
+		if strings.HasSuffix(n, "_total") != (mf.GetType().String() == "COUNTER") {
+			t.Errorf("%s: _total suffix must be used exactly on counters (type %s)", n, mf.GetType())
+		}
+	}
+}
+
+// benchView is 8 H200s × 64 processes, every process also pushing a torch pool with
+// trend results: the scrape the issue's target is about.
+func benchView() *state.View {
+	v := &state.View{Time: now, NVML: nvml.Snapshot{Up: true, DriverVersion: "580", NVMLVersion: "13"}}
+	for gi, g := range nvmltest.H200s(8, 64) {
+		uuid := "GPU-" + strconv.Itoa(gi) + "-bench"
+		v.GPUs = append(v.GPUs, state.GPU{GPU: nvml.GPU{Index: gi, UUID: uuid, Name: "NVIDIA H200", MemoryAPI: "v2",
+			TotalBytes: g.Total, UsedBytes: g.Used, BAR1Valid: true}, HasTrend: true})
+		for _, p := range g.Procs {
+			v.Processes = append(v.Processes, state.Process{
+				PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
+				HasFacts: true, Facts: procinfo.Facts{PID: p.PID, Comm: "python3", RSSBytes: GiB},
+				Pushed: true, Runtimes: []state.Runtime{{Name: "torch", Version: "2.11", Labels: map[string]string{"service": "s"}}},
+				Pools:          []state.Pool{{Name: "torch", Allocated: p.Used / 2, Reserved: p.Used * 3 / 4}},
+				AllocatedBytes: p.Used / 2, ReservedBytes: p.Used * 3 / 4, HasUnattributed: true, UnattributedBytes: int64(p.Used / 4),
+				HasTrend: true, Trend: trend.Result{Verdict: trend.Steady, Growth: []trend.Growth{
+					{Series: "allocated", Window: "short", Valid: true}, {Series: "reserved", Window: "short", Valid: true},
+					{Series: "used", Window: "short", Valid: true}, {Series: "unattributed", Window: "short", Valid: true},
+				}},
+			})
+		}
+	}
+	return v
+}
+
+// BenchmarkScrape is one full HTTP scrape (gather + text encoding) of 8 GPUs × 64
+// processes. allocs/op divided by 512 is the allocations per process series.
+func BenchmarkScrape(b *testing.B) {
+	reg := newTestRegistry(b, benchView(), staticPush{fixturePushStats()})
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}

@@ -1,0 +1,7 @@
+package state
+
+import "context"
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
