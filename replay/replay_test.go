@@ -1,0 +1,109 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/trace"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+// leakTrace is 40 minutes of a process whose allocated floor grows 20 MiB/min from the
+// start, plus its GPU, and one malformed line.
+func leakTrace(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf, 0)
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for el := time.Duration(0); el <= 40*time.Minute; el += 5 * time.Second {
+		a := 65<<20 + 20*trend.MiBPerMinute*el.Seconds()
+		if err := w.WriteProcess(trace.Process{T: t0.Add(el), PID: 7, Start: 99, UUID: "GPU-0123456789abcdef",
+			Allocated: a, Reserved: a + 512<<20, Used: a + 1200<<20, HasAllocated: true, HasReserved: true, HasUsed: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteGPU(trace.GPU{T: t0.Add(el), UUID: "GPU-0123456789abcdef", Used: a + 2<<30, Total: 140 << 30}); err != nil {
+			t.Fatal(err)
+		}
+		if el == time.Minute {
+			buf.WriteString("{broken\n")
+		}
+	}
+	return buf.String()
+}
+
+func TestRunJSON(t *testing.T) {
+	var out bytes.Buffer
+	sum, err := Run(strings.NewReader(leakTrace(t)), &out, trend.DefaultConfig(), FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Malformed != 1 || sum.MalformedLines[0].Line != 27 || sum.Processes != 1 || sum.GPURecords == 0 {
+		t.Errorf("summary = %+v", sum)
+	}
+	var verdicts []string
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatalf("output line %q: %v", sc.Text(), err)
+		}
+		for _, k := range []string{"t", "pid", "uuid", "verdict", "reason"} {
+			if _, ok := l[k]; !ok {
+				t.Errorf("output line %s lacks %q", sc.Text(), k)
+			}
+		}
+		verdicts = append(verdicts, l["verdict"].(string))
+		if l["verdict"] == "leak" {
+			if s, _ := l["allocated_bytes_per_second"].(float64); s < 19*trend.MiBPerMinute || s > 21*trend.MiBPerMinute {
+				t.Errorf("leak line slope %v, want about 20 MiB/min", l["allocated_bytes_per_second"])
+			}
+		}
+	}
+	if strings.Join(verdicts, ",") != "warming_up,leak" {
+		t.Errorf("verdict changes = %v, want warming_up then leak", verdicts)
+	}
+}
+
+func TestRunTable(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := Run(strings.NewReader(leakTrace(t)), &out, trend.DefaultConfig(), FormatTable); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	for _, want := range []string{"+0:10:00", "GPU-01234567", "leak", "allocated floor rising"} {
+		if !strings.Contains(lines[2], want) {
+			t.Errorf("leak row %q lacks %q", lines[2], want)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		format string
+		cfg    func(*trend.Config)
+		want   string
+	}{
+		{name: "unknown format", format: "yaml", want: `unknown output format "yaml": use one of table, json`},
+		{name: "invalid config", format: FormatJSON, cfg: func(c *trend.Config) { c.MinFit = 2 }, want: "minimum fit must be between 0 and 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := trend.DefaultConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			_, err := Run(strings.NewReader(""), &bytes.Buffer{}, cfg, tc.format)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
