@@ -305,6 +305,7 @@ func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
 			n, oobn, flags, _, recvErr = unix.Recvmsg(int(fd), *buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 			if recvErr == unix.EAGAIN || recvErr == unix.EINTR {
 				s.bufs.Put(buf)
+				buf = nil // never Put twice: two readers would share one buffer
 				return false
 			}
 			return true
