@@ -241,3 +241,23 @@ func BenchmarkScrape(b *testing.B) {
 		}
 	}
 }
+
+// TestReadmeListsEveryMetric keeps the README's metrics table true to the code.
+func TestReadmeListsEveryMetric(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(staticView{fixtureView()}, staticPush{fixturePushStats()}, zap.NewNop())
+	names := []string{"vram_runtime_info"}
+	for _, d := range c.d.all() {
+		s := d.String() // Desc{fqName: "vram_…", …}
+		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
+		names = append(names, s[i:i+strings.Index(s[i:], `"`)])
+	}
+	for _, n := range names {
+		if !strings.Contains(string(readme), "`"+n+"`") {
+			t.Errorf("README.md's metrics table lacks `%s`", n)
+		}
+	}
+}
