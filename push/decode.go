@@ -588,7 +588,7 @@ func (d *decoder) message() (Message, *RejectError) {
 			if err != nil {
 				return err
 			}
-			if len(s) > MaxRuntimeVersionByte || !printable(s) {
+			if len(s) > MaxRuntimeVersionBytes || !printable(s) {
 				return reject(ReasonInvalidRuntime, "runtime_version %s must be at most 64 bytes of printable text", quote(string(s)))
 			}
 			m.RuntimeVersion = string(s)

@@ -18,7 +18,7 @@ func validateMessage(m Message) error {
 	if !validRuntime([]byte(m.Runtime)) {
 		return fmt.Errorf("runtime %q", m.Runtime)
 	}
-	if len(m.RuntimeVersion) > MaxRuntimeVersionByte || !utf8.ValidString(m.RuntimeVersion) {
+	if len(m.RuntimeVersion) > MaxRuntimeVersionBytes || !utf8.ValidString(m.RuntimeVersion) {
 		return fmt.Errorf("runtime_version %q", m.RuntimeVersion)
 	}
 	if len(m.Labels) > MaxLabels {

@@ -12,15 +12,15 @@ const Version = 1
 
 // Limits of the v1 protocol; docs/protocol.md lists the same numbers.
 const (
-	MaxLabels             = 8
-	MaxLabelNameBytes     = 64
-	MaxLabelValueBytes    = 128
-	MaxRuntimeBytes       = 32
-	MaxRuntimeVersionByte = 64
-	MaxDevices            = 16
-	MaxUUIDBytes          = 96
-	MaxPools              = 32
-	MaxPoolNameBytes      = 64
+	MaxLabels              = 8
+	MaxLabelNameBytes      = 64
+	MaxLabelValueBytes     = 128
+	MaxRuntimeBytes        = 32
+	MaxRuntimeVersionBytes = 64
+	MaxDevices             = 16
+	MaxUUIDBytes           = 96
+	MaxPools               = 32
+	MaxPoolNameBytes       = 64
 	// MaxValue bounds every byte and counter field (1 PiB): far above any GPU, and low
 	// enough that sums over pools and devices can never overflow a uint64 or lose
 	// precision in a float64.
