@@ -43,10 +43,19 @@ type deviceState struct {
 	ci   int
 }
 
-// procScratch is reused across polls to merge one device's three process lists.
+// procScratch is reused across polls so a steady poll allocates little: index and accs
+// merge one device's three process lists, out collects every device's processes and
+// chunks remembers which range of out belongs to which device.
 type procScratch struct {
-	index map[uint32]int
-	accs  []procAcc
+	index  map[uint32]int
+	accs   []procAcc
+	out    []Process
+	chunks []procChunk
+}
+
+type procChunk struct {
+	uuid       string
+	start, end int
 }
 
 type procAcc struct {
@@ -82,18 +91,23 @@ func (p *Poller) pollLocked() (*Snapshot, error) {
 		p.devices = make([]deviceState, n)
 	}
 
+	sc := &p.scratch
+	sc.out, sc.chunks = sc.out[:0], sc.chunks[:0]
 	gpus := make([]GPU, 0, n)
-	procs := make([]Process, 0, p.lastProcs)
 	for i := range p.devices {
-		gpus, procs = p.pollDevice(i, &p.devices[i], gpus, procs)
+		gpus = p.pollDevice(i, &p.devices[i], gpus)
 	}
 	slices.SortFunc(gpus, func(a, b GPU) int {
 		return cmp.Or(cmp.Compare(a.Index, b.Index), strings.Compare(a.UUID, b.UUID))
 	})
-	slices.SortFunc(procs, func(a, b Process) int {
-		return cmp.Or(strings.Compare(a.UUID, b.UUID), cmp.Compare(a.PID, b.PID))
-	})
-	p.lastProcs = len(procs)
+	// Each device's processes are already sorted by PID; ordering the per-device chunks
+	// by UUID and copying them once is much cheaper than sorting the whole list.
+	slices.SortFunc(sc.chunks, func(a, b procChunk) int { return strings.Compare(a.uuid, b.uuid) })
+	procs := make([]Process, 0, len(sc.out))
+	for _, c := range sc.chunks {
+		procs = append(procs, sc.out[c.start:c.end]...)
+	}
+	clear(sc.out) // drop references into this snapshot
 
 	s.Up = true
 	s.GPUs = gpus
@@ -136,16 +150,16 @@ func (p *Poller) identify(index int, d *deviceState) bool {
 	return true
 }
 
-func (p *Poller) pollDevice(index int, d *deviceState, gpus []GPU, procs []Process) ([]GPU, []Process) {
+func (p *Poller) pollDevice(index int, d *deviceState, gpus []GPU) []GPU {
 	if !p.identify(index, d) {
-		return gpus, procs
+		return gpus
 	}
 	g := GPU{
 		Index: index, UUID: d.uuid, Name: d.name, PCIBusID: d.busID,
 		GPUInstanceID: -1, ComputeInstanceID: -1,
 	}
 	if !p.readMemory(d, &g) {
-		return gpus, procs
+		return gpus
 	}
 	if !d.noBAR1 {
 		bar1, ret := d.handle.GetBAR1MemoryInfo()
@@ -162,12 +176,13 @@ func (p *Poller) pollDevice(index int, d *deviceState, gpus []GPU, procs []Proce
 	g.MIGEnabled = p.migEnabled(d)
 	gpus = append(gpus, g)
 	if !g.MIGEnabled {
-		return gpus, p.readProcesses(d, g.UUID, procs)
+		p.readProcesses(d, g.UUID)
+		return gpus
 	}
 	// In MIG mode the parent's process lists are an aggregate that needs extra
 	// privileges; each process is read from its MIG device instead, so it is attributed
 	// to the MIG UUID and never counted twice.
-	return p.pollMIG(d, g, gpus, procs)
+	return p.pollMIG(d, g, gpus)
 }
 
 // readMemory fills the memory fields; false means the GPU's memory could not be read at
@@ -223,11 +238,11 @@ func (p *Poller) migEnabled(d *deviceState) bool {
 
 // pollMIG appends one GPU entry (and its processes) per MIG device of parent. MIG
 // devices come and go at runtime, so the slots are walked on every poll.
-func (p *Poller) pollMIG(d *deviceState, parent GPU, gpus []GPU, procs []Process) ([]GPU, []Process) {
+func (p *Poller) pollMIG(d *deviceState, parent GPU, gpus []GPU) []GPU {
 	max, ret := d.handle.GetMaxMigDeviceCount()
 	if ret != gonvml.SUCCESS {
 		p.countLocked(CallGetMaxMigDeviceCount, ret)
-		return gpus, procs
+		return gpus
 	}
 	if len(d.migs) != max {
 		d.migs = make([]deviceState, max)
@@ -281,14 +296,15 @@ func (p *Poller) pollMIG(d *deviceState, parent GPU, gpus []GPU, procs []Process
 			continue
 		}
 		gpus = append(gpus, g)
-		procs = p.readProcesses(m, uuid, procs)
+		p.readProcesses(m, uuid)
 	}
-	return gpus, procs
+	return gpus
 }
 
 // readProcesses merges the compute, graphics and MPS lists of one device into one
-// Process per PID. A failing list only drops that list.
-func (p *Poller) readProcesses(d *deviceState, uuid string, procs []Process) []Process {
+// Process per PID, sorted by PID, appended to the scratch output as one chunk. A failing
+// list only drops that list.
+func (p *Poller) readProcesses(d *deviceState, uuid string) {
 	sc := &p.scratch
 	if sc.index == nil {
 		sc.index = make(map[uint32]int)
@@ -342,10 +358,13 @@ func (p *Poller) readProcesses(d *deviceState, uuid string, procs []Process) []P
 			sc.accs = append(sc.accs, procAcc{pid: pi.Pid, used: used, kinds: 1 << kind})
 		}
 	}
+	// procAcc holds no pointers, so sorting it is cheaper than sorting Processes.
+	slices.SortFunc(sc.accs, func(a, b procAcc) int { return cmp.Compare(a.pid, b.pid) })
+	start := len(sc.out)
 	for _, a := range sc.accs {
-		procs = append(procs, Process{PID: a.pid, UUID: uuid, UsedBytes: a.used, Kinds: p.kinds[a.kinds]})
+		sc.out = append(sc.out, Process{PID: a.pid, UUID: uuid, UsedBytes: a.used, Kinds: p.kinds[a.kinds]})
 	}
-	return procs
+	sc.chunks = append(sc.chunks, procChunk{uuid: uuid, start: start, end: len(sc.out)})
 }
 
 // cString converts a NUL-terminated C char array as go-nvml exposes it.

@@ -72,9 +72,8 @@ type Poller struct {
 	nvmlVersion   string
 	devices       []deviceState // per NVML index, rebuilt when the count changes
 	errs          map[ErrorKey]uint64
-	kinds         [8][]string         // Process.Kinds per list bitmask, shared by snapshots
+	kinds         [8][]string // Process.Kinds per list bitmask, shared by snapshots
 	scratch       procScratch
-	lastProcs     int // capacity hint for the next snapshot's Processes
 }
 
 // symbols records which optional NVML entry points the loaded driver exports. go-nvml

@@ -23,7 +23,7 @@ var epoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // harness runs a Poller on a fake clock against a fake NVML.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *nvmltest.Server
 	clk    *clock.Fake
 	p      *nvml.Poller
@@ -32,7 +32,7 @@ type harness struct {
 	done   chan struct{}
 }
 
-func newHarness(t *testing.T, srv *nvmltest.Server) *harness {
+func newHarness(t testing.TB, srv *nvmltest.Server) *harness {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	clk := clock.NewFake(epoch)
@@ -611,5 +611,37 @@ func TestReturnName(t *testing.T) {
 		if got := nvml.ReturnName(ret); got != want {
 			t.Errorf("ReturnName(%d) = %q, want %q", ret, got, want)
 		}
+	}
+}
+
+// Real UUIDs are random, so NVML index order and UUID order differ; processes must still
+// come out sorted by UUID then PID, and GPUs by index.
+func TestOrderWhenUUIDsAreNotInIndexOrder(t *testing.T) {
+	specs := nvmltest.H200s(4, 5)
+	for i := range specs {
+		specs[i].UUID = []string{"GPU-d", "GPU-b", "GPU-c", "GPU-a"}[i]
+		slices.Reverse(specs[i].Procs)
+	}
+	h := newHarness(t, nvmltest.NewServer(specs...))
+	s := h.up()
+	for i, g := range s.GPUs {
+		if g.Index != i {
+			t.Errorf("GPUs[%d].Index = %d", i, g.Index)
+		}
+	}
+	var got []string
+	for i, p := range s.Processes {
+		if i > 0 {
+			prev := s.Processes[i-1]
+			if prev.UUID > p.UUID || (prev.UUID == p.UUID && prev.PID >= p.PID) {
+				t.Fatalf("processes out of order at %d: %+v then %+v", i, prev, p)
+			}
+		}
+		if i == 0 || s.Processes[i-1].UUID != p.UUID {
+			got = append(got, p.UUID)
+		}
+	}
+	if want := []string{"GPU-a", "GPU-b", "GPU-c", "GPU-d"}; !slices.Equal(got, want) {
+		t.Errorf("UUID order = %v, want %v", got, want)
 	}
 }

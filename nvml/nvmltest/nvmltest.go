@@ -293,14 +293,7 @@ func (s *Server) enter(call, uuid string) gonvml.Return {
 
 func (s *Server) enterLocked(call, uuid string) gonvml.Return {
 	s.calls[call]++
-	present := false
-	for _, sym := range symbolsFor(call) {
-		if !s.missing[sym] {
-			present = true
-			break
-		}
-	}
-	if !present {
+	if len(s.missing) > 0 && !s.hasSymbolLocked(call) {
 		panic(fmt.Sprintf("nvmltest: %s called but its symbol was removed; "+
 			"with the real libnvidia-ml this aborts the process (symbol lookup error)", call))
 	}
@@ -314,6 +307,16 @@ func (s *Server) enterLocked(call, uuid string) gonvml.Return {
 		return gonvml.ERROR_UNINITIALIZED
 	}
 	return gonvml.SUCCESS
+}
+
+// hasSymbolLocked reports whether any symbol that can serve call is still present.
+func (s *Server) hasSymbolLocked(call string) bool {
+	for _, sym := range symbolsFor(call) {
+		if !s.missing[sym] {
+			return true
+		}
+	}
+	return false
 }
 
 var errNotLoaded = errors.New("nvmltest: library not loaded (call Init first)")
