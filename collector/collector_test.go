@@ -203,13 +203,18 @@ func TestEveryMetricHasHelpAndBaseUnits(t *testing.T) {
 
 // benchView is 8 H200s × 64 processes, every process also pushing a torch pool with
 // trend results: the scrape the issue's target is about.
-func benchView() *state.View {
+func benchView(pushed bool) *state.View {
 	v := &state.View{Time: now, NVML: nvml.Snapshot{Up: true, DriverVersion: "580", NVMLVersion: "13"}}
 	for gi, g := range nvmltest.H200s(8, 64) {
 		uuid := "GPU-" + strconv.Itoa(gi) + "-bench"
 		v.GPUs = append(v.GPUs, state.GPU{GPU: nvml.GPU{Index: gi, UUID: uuid, Name: "NVIDIA H200", MemoryAPI: "v2",
 			TotalBytes: g.Total, UsedBytes: g.Used, BAR1Valid: true}, HasTrend: true})
 		for _, p := range g.Procs {
+			if !pushed {
+				v.Processes = append(v.Processes, state.Process{PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
+					HasFacts: true, Facts: procinfo.Facts{PID: p.PID, Comm: "python3", RSSBytes: GiB, StartTime: now}})
+				continue
+			}
 			v.Processes = append(v.Processes, state.Process{
 				PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
 				HasFacts: true, Facts: procinfo.Facts{PID: p.PID, Comm: "python3", RSSBytes: GiB},
@@ -226,38 +231,31 @@ func benchView() *state.View {
 	return v
 }
 
-// BenchmarkScrape is one full HTTP scrape (gather + text encoding) of 8 GPUs × 64
-// processes. allocs/op divided by 512 is the allocations per process series.
+// BenchmarkScrape is one HTTP scrape (gather + text encoding) of 8 GPUs × 64 processes
+// through the daemon's kind of registry: "nvml" has the driver view only, "pushed" adds a
+// pushed pool and trend results for every process. allocs/op ÷ 512 is the allocations
+// per process.
 func BenchmarkScrape(b *testing.B) {
-	reg := newTestRegistry(b, benchView(), staticPush{fixturePushStats()})
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	req := httptest.NewRequest("GET", "/metrics", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != 200 {
-			b.Fatal(w.Code)
-		}
-	}
-}
-
-// TestReadmeListsEveryMetric keeps the README's metrics table true to the code.
-func TestReadmeListsEveryMetric(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := New(staticView{fixtureView()}, staticPush{fixturePushStats()}, zap.NewNop())
-	names := []string{"vram_runtime_info"}
-	for _, d := range c.d.all() {
-		s := d.String() // Desc{fqName: "vram_…", …}
-		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
-		names = append(names, s[i:i+strings.Index(s[i:], `"`)])
-	}
-	for _, n := range names {
-		if !strings.Contains(string(readme), "`"+n+"`") {
-			t.Errorf("README.md's metrics table lacks `%s`", n)
-		}
+	for _, bc := range []struct {
+		name   string
+		pushed bool
+	}{{"nvml", false}, {"pushed", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			reg := prometheus.NewRegistry()
+			c := New(staticView{benchView(bc.pushed)}, staticPush{fixturePushStats()}, zap.NewNop())
+			if err := Register(reg, c); err != nil {
+				b.Fatal(err)
+			}
+			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+			req := httptest.NewRequest("GET", "/metrics", nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != 200 {
+					b.Fatal(w.Code)
+				}
+			}
+		})
 	}
 }

@@ -129,12 +129,12 @@ func Default() Config {
 		},
 		Trend: Trend{
 			Bucket:                30 * time.Second,
-			ShortWindow:           15 * time.Minute,
+			ShortWindow:           10 * time.Minute,
 			LongWindow:            2 * time.Hour,
 			WarmUp:                10 * time.Minute,
-			MinRateBytesPerSecond: 17476, // 1 MiB per minute
-			MinFit:                0.8,
-			MinDuration:           10 * time.Minute,
+			MinRateBytesPerSecond: 8738, // 0.5 MiB per minute; see docs/leak-detection.md
+			MinFit:                0.85,
+			MinDuration:           0,
 		},
 		Trace:    Trace{MaxBytes: 256 << 20},
 		Headroom: Headroom{SafetyMarginBytes: 2 << 30},
@@ -253,13 +253,13 @@ func (c Config) Validate() (Valid, error) {
 		bad("trend.warm_up: %s is negative; use 0 to turn warm-up off, or a duration like %q", fmtDuration(t.WarmUp), fmtDuration(Default().Trend.WarmUp))
 	}
 	if t.MinRateBytesPerSecond == 0 {
-		bad("trend.min_rate_bytes_per_second: 0 would call any growth a leak; use at least 1, like %d (1 MiB per minute)", Default().Trend.MinRateBytesPerSecond)
+		bad("trend.min_rate_bytes_per_second: 0 would call any growth a leak; use at least 1, like %d (the default, 0.5 MiB per minute)", Default().Trend.MinRateBytesPerSecond)
 	}
 	if math.IsNaN(t.MinFit) || t.MinFit < 0 || t.MinFit > 1 {
 		bad("trend.min_fit: %g is out of range; use 0 to 1", t.MinFit)
 	}
 	if t.MinDuration < 0 {
-		bad("trend.min_duration: %s is negative; use 0 or a duration like %q", fmtDuration(t.MinDuration), fmtDuration(Default().Trend.MinDuration))
+		bad("trend.min_duration: %s is negative; use 0 (the default) or a duration like \"5m\"", fmtDuration(t.MinDuration))
 	}
 
 	// trace

@@ -52,6 +52,8 @@ type Store struct {
 	senders map[uint64]*entry
 	pids    map[uint32]int // PID → connections holding data
 	expired uint64
+
+	changed chan struct{}
 }
 
 type entry struct {
@@ -75,6 +77,7 @@ func NewStore(ttl time.Duration, maxProcesses int, clk clock.Clock) *Store {
 		ttl: ttl, maxProcesses: maxProcesses, clock: clk,
 		senders: make(map[uint64]*entry),
 		pids:    make(map[uint32]int),
+		changed: make(chan struct{}, 1),
 	}
 }
 
@@ -124,8 +127,16 @@ func (s *Store) Remove(connID uint64) {
 	if e, ok := s.senders[connID]; ok {
 		s.dropPID(e.PID)
 		delete(s.senders, connID)
+		select { // wake the join so the process vanishes from the next scrape
+		case s.changed <- struct{}{}:
+		default:
+		}
 	}
 }
+
+// Changed is signalled (coalesced) when a connection's data is removed, so the join can
+// publish a view without it at once instead of at the next sample tick.
+func (s *Store) Changed() <-chan struct{} { return s.changed }
 
 // Snapshot returns the senders seen within the TTL, sorted by PID then connection ID.
 // The slice is the caller's; the Messages in it are shared and must not be modified.

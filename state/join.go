@@ -85,11 +85,20 @@ func (j *Joiner) Latest() *View { return j.latest.Load() }
 func (j *Joiner) Run(ctx context.Context) {
 	t := j.opts.Clock.NewTicker(j.opts.Interval)
 	defer t.Stop()
+	// A push connection that closes is joined out at once, so an exited process vanishes
+	// from the next scrape rather than up to one tick later. The extra join is harmless
+	// to trends: they fit per-bucket floors, not evenly spaced raw samples.
+	var wake <-chan struct{}
+	if c, ok := j.push.(interface{ Changed() <-chan struct{} }); ok {
+		wake = c.Changed()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
+			j.Tick()
+		case <-wake:
 			j.Tick()
 		}
 	}
