@@ -88,6 +88,8 @@ if [ "$TRACE_SECONDS" -gt 0 ]; then
   scrape "$OUT/metrics-phase3.txt" # while the loops still run
   wait "${loops[@]}"
   cat "$OUT"/loop-*.log
+  echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
+  "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" | tee "$OUT/replay.txt"
   grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second' "$OUT/metrics-phase3.txt" | head -40
 fi
 

@@ -20,7 +20,7 @@ type replayCmd struct {
 
 func registerReplay(app *kingpin.Application) *replayCmd {
 	c := &replayCmd{cmd: app.Command("replay", "Run the leak detector over a recorded trace (--trace.record) at full speed and print verdict changes.")}
-	c.input = c.cmd.Flag("input", "Trace file (JSON lines) to replay; - for standard input.").Required().String()
+	c.input = c.cmd.Flag("input", "Trace file (JSON lines) to replay; --input=- reads standard input.").Required().String()
 	c.output = c.cmd.Flag("output", "Output format: table (for people) or json (JSON lines).").Default("table").Enum("table", "json")
 	return c
 }
@@ -30,6 +30,10 @@ func (c *replayCmd) run(_ context.Context, flags *config.Flags, stdout, stderr i
 	if err != nil {
 		fmt.Fprintf(stderr, "vram_exporter replay: invalid configuration:\n%v\n", err)
 		return 1
+	}
+	if *c.input == "" {
+		fmt.Fprintln(stderr, "vram_exporter replay: --input needs a trace file (or --input=- for standard input)")
+		return 2
 	}
 	in := io.Reader(os.Stdin)
 	if *c.input != "-" {
