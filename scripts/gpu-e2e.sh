@@ -12,7 +12,7 @@
 #           dynamic shapes, no inference_mode) push through the client while the daemon
 #           records a trace (--trace.record) for the leak-detection suite.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] scripts/gpu-e2e.sh
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +38,7 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 
 record=()
 [ "$TRACE_SECONDS" -gt 0 ] && record=(--trace.record="$OUT/trace.jsonl")
+[ -n "${DAEMON_CONFIG:-}" ] && record+=(--config.file="$DAEMON_CONFIG")
 "$work/vram_exporter" --web.listen-address="127.0.0.1:$PORT" --push.socket="$sock" \
   --nvml.poll-interval=1s --log.level=debug "${record[@]}" > "$OUT/daemon.log" 2>&1 &
 daemon=$!
