@@ -246,10 +246,15 @@ func (e *Engine) Config() Config { return e.cfg }
 func (e *Engine) Observe(s Sample) Result {
 	k := procKey{s.Key.PID, s.Key.UUID}
 	p := e.procs[k]
-	if p != nil && p.start != s.Key.Start {
-		// A reused PID is a different process: its history would fake a jump.
+	if p != nil && s.Key.Start != 0 && p.start != 0 && p.start != s.Key.Start {
+		// A reused PID is a different process: its history would fake a jump. A start of
+		// 0 is "unknown" (procfs could not be read, e.g. while the process exits), never a
+		// new process.
 		p.h.reset()
 		*p = process{h: p.h}
+	}
+	if p != nil && p.start == 0 {
+		p.start = s.Key.Start
 	}
 	if p == nil {
 		p = &process{h: newHistory(e.cfg, numCols)}

@@ -151,6 +151,21 @@ func TestPIDReuseStartsFresh(t *testing.T) {
 	}
 }
 
+// An unknown start (0: procfs unreadable, as while a process exits) is not a new
+// process; the real-GPU trace showed a history wiped by one such sample.
+func TestUnknownStartKeepsHistory(t *testing.T) {
+	e, _ := NewEngine(DefaultConfig())
+	k := Key{PID: 42, Start: 100, UUID: "GPU-c"}
+	feed(t, e, k, time.Hour, flat(mib), nil, nil)
+	unknown := Key{PID: 42, Start: 0, UUID: "GPU-c"}
+	if r := e.Observe(Sample{Key: unknown, T: t0.Add(time.Hour + time.Second), Used: mib, HasUsed: true}); r.Verdict != Steady {
+		t.Errorf("a sample with an unknown start reset the history: %s", r.Verdict)
+	}
+	if r, ok := e.Result(k); !ok || r.Verdict != Steady {
+		t.Errorf("Result(%v) = %v, %v; want the kept steady history", k, r.Verdict, ok)
+	}
+}
+
 func TestSweep(t *testing.T) {
 	e, _ := NewEngine(DefaultConfig())
 	e.Observe(Sample{Key: Key{PID: 1, UUID: "GPU-a"}, T: t0, Used: 1, HasUsed: true})
