@@ -2,6 +2,7 @@ package collector
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -105,6 +106,19 @@ func (d descs) all() []*prometheus.Desc {
 		d.collectorSuccess, d.collectorDuration, d.demo,
 	}
 	return out
+}
+
+// MetricNames lists every vram_* metric family the collectors can export, sorted. Tests
+// use it to check that docs, dashboards and demo mode cover every family.
+func MetricNames() []string {
+	names := []string{namespace + "_runtime_info"}
+	for _, d := range newDescs().all() {
+		s := d.String() // Desc{fqName: "vram_…", …}
+		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
+		names = append(names, s[i:i+strings.Index(s[i:], `"`)])
+	}
+	sort.Strings(names)
+	return names
 }
 
 // runtimeInfo exports vram_runtime_info, whose label names include the clients' own

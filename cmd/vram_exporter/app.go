@@ -24,6 +24,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	flags := config.RegisterFlags(app)
 	daemonCmd := app.Command("run", "Run the exporter daemon (the default command).").Default()
 	replay := registerReplay(app)
+	triage := registerTriage(app)
 
 	var exit = -1
 	app.Terminate(func(code int) { exit = code })
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDaemon(ctx, valid, stdout, stderr)
 	case replay.cmd.FullCommand():
 		return replay.run(ctx, flags, stdout, stderr)
+	case triage.cmd.FullCommand():
+		return triage.run(ctx, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "vram_exporter: unknown command %q\n", cmd)
 	return 2

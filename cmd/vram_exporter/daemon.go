@@ -69,25 +69,41 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	defer cancel()
 
 	d := &daemon{cfg: cfg, log: logger}
-	clk := clock.Real{}
-
-	facts, err := procinfo.NewReader(cfg.Paths.Procfs)
-	if err != nil {
-		return fmt.Errorf("process facts: %w", err)
+	var clk clock.Clock = clock.Real{}
+	var facts state.FactsReader
+	lib := nvml.Open(cfg.NVML.LibraryPath)
+	var sim *demoNode
+	if cfg.Demo.Enabled {
+		var err error
+		if sim, err = newDemo(cfg, logger.Named("demo")); err != nil {
+			return fmt.Errorf("demo mode: %w", err)
+		}
+		clk, lib, facts = sim.clock, sim.nvml, sim.facts
+		logger.Warn("DEMO MODE: every GPU, process and allocator figure is simulated, not read from this machine",
+			zap.Int("gpus", cfg.Demo.GPUs), zap.Float64("speed", cfg.Demo.Speed), zap.Int64("seed", cfg.Demo.Seed))
+	} else {
+		r, err := procinfo.NewReader(cfg.Paths.Procfs)
+		if err != nil {
+			return fmt.Errorf("process facts: %w", err)
+		}
+		facts = r
 	}
 
-	d.poller = nvml.NewPoller(nvml.Open(cfg.NVML.LibraryPath), nvml.Options{Interval: cfg.NVML.PollInterval, Clock: clk}, logger.Named("nvml"))
+	d.poller = nvml.NewPoller(lib, nvml.Options{Interval: cfg.NVML.PollInterval, Clock: clk}, logger.Named("nvml"))
 
 	var pushSource state.PushSource
-	if cfg.Push.Socket != "" {
+	if cfg.Push.Socket != "" || sim != nil {
 		d.store = push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, clk)
+		pushSource = d.store
+	}
+	if cfg.Push.Socket != "" {
+		var err error
 		d.pushes, err = listenPush(cfg, d.store, clk, logger.Named("push"))
 		if err != nil {
 			return err
 		}
-		pushSource = d.store
 	} else {
-		logger.Info("push socket disabled (push.socket is empty): only NVML metrics are served")
+		logger.Info("push socket disabled (push.socket is empty): no allocator stats are received")
 	}
 
 	engine, err := trend.NewEngine(trendConfig(cfg))
@@ -101,7 +117,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	defer closeRecorder()
 
 	d.joiner = state.New(d.poller, pushSource, facts, state.Options{
-		Interval: cfg.NVML.PollInterval, Clock: clk, Trend: engine, Recorder: recorder,
+		Interval: cfg.NVML.PollInterval, Clock: clk, Trend: engine, Recorder: recorder, Demo: sim != nil,
 	}, logger.Named("state"))
 
 	d.reg = prometheus.NewRegistry()
@@ -122,6 +138,9 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	start := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
 	start(func() { d.poller.Run(ctx) })
 	start(func() { d.joiner.Run(ctx) })
+	if sim != nil {
+		start(func() { sim.run(ctx, d.store) })
+	}
 	if d.pushes != nil {
 		start(func() {
 			if err := d.pushes.Serve(ctx); err != nil && ctx.Err() == nil {
@@ -205,6 +224,7 @@ func (d *daemon) serveHTTP(ctx context.Context) error {
 		MaxRequestsInFlight: 8,
 		Timeout:             10 * time.Second,
 	})))
+	mux.Handle("/api/v1/", newAPIHandler(d))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
 	if cfg.Web.TelemetryPath != "/" {
