@@ -23,6 +23,21 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
 fi
 
+# The deploy/ end-to-end test runs the shipped alert rules in a real Prometheus and
+# Alertmanager (Debian's packages; promtool comes with prometheus). Only the binaries
+# are used: the test starts its own servers on loopback.
+prom_pkgs=()
+{ command -v prometheus >/dev/null && command -v promtool >/dev/null; } || prom_pkgs+=(prometheus)
+{ command -v prometheus-alertmanager >/dev/null || command -v alertmanager >/dev/null; } || prom_pkgs+=(prometheus-alertmanager)
+if [ ${#prom_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing: ${prom_pkgs[*]} (prometheus, promtool, alertmanager); install them (apt-get install ${prom_pkgs[*]}) or run as root" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${prom_pkgs[@]}"
+fi
+
 echo "== go vet"
 go vet ./...
 echo "== gofmt"
