@@ -84,7 +84,8 @@ func ReadLabels(dir string) (Labels, error) {
 }
 
 // Show replays the labelled trace called name through the detector and prints its
-// verdict changes as a table: the way to see why a trace scored as it did.
+// verdict changes as a table: the way to see why a trace scored as it did. The label's
+// own settings (Label.Trend), if any, override cfg, as in Evaluate.
 func Show(dir, name string, cfg trend.Config, w io.Writer) error {
 	labels, err := ReadLabels(dir)
 	if err != nil {
@@ -94,12 +95,16 @@ func Show(dir, name string, cfg trend.Config, w io.Writer) error {
 		if l.Name != name {
 			continue
 		}
+		tcfg, err := l.Trend.Apply(cfg)
+		if err != nil {
+			return fmt.Errorf("trace %s: %w", name, err)
+		}
 		rc, err := open(filepath.Join(dir, l.File))
 		if err != nil {
 			return fmt.Errorf("opening trace %s: %w", name, err)
 		}
 		defer rc.Close()
-		_, err = replay.Run(rc, w, cfg, replay.FormatTable)
+		_, err = replay.Run(rc, w, tcfg, replay.FormatTable)
 		return err
 	}
 	return fmt.Errorf("no trace called %q in %s", name, filepath.Join(dir, LabelsFile))
@@ -143,6 +148,29 @@ type TraceResult struct {
 	Skipped  string  // why a labelled trace was not scored (missing real file)
 }
 
+// RealResult is one recorded trace (File under real/), scored apart from the synthetic
+// suite: with its own detector settings (Label.Trend), outside the baseline sweep and
+// the headline scores, which its minutes-long span would distort.
+type RealResult struct {
+	Label  Label
+	Config trend.Config // the settings it was scored with
+	Ours   Outcome
+	// Final is the last verdict of the labelled process (of any process when PID is 0).
+	Final trend.Verdict
+	// Baseline is the baseline's best zero-false-alarm setting on the synthetic suite,
+	// its window, `for` and evaluation interval shrunk by Scale (Config.ShortWindow over
+	// the suite's short window), so it judges on the same time scale as ours.
+	BaselineSetting  Setting
+	BaselineInterval time.Duration
+	Baseline         Outcome
+	Scale            float64
+	Skipped          string
+}
+
+// IsReal reports whether l is a recorded trace (File under real/) rather than one the
+// generator writes.
+func (l Label) IsReal() bool { return strings.HasPrefix(l.File, "real/") }
+
 // Setting is one point of the baseline's grid: alert when deriv(used[Window]) > Theta
 // (MiB/min), held for For (PromQL's `for:`).
 type Setting struct {
@@ -170,7 +198,8 @@ type Score struct {
 // Report is the whole evaluation.
 type Report struct {
 	Config   trend.Config
-	Traces   []TraceResult
+	Traces   []TraceResult // the synthetic suite: the headline scores
+	Real     []RealResult  // recorded traces, reported on their own
 	Ours     Score
 	Baseline Score
 	Best     Setting
@@ -219,6 +248,7 @@ type rawSample struct {
 type loaded struct {
 	label Label
 	ours  Outcome
+	final trend.Verdict // the last verdict of the labelled process
 	raw   map[seriesKey][]rawSample
 }
 
@@ -229,15 +259,24 @@ func Evaluate(dir string, cfg trend.Config) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	var traces []loaded
+	var traces, real []loaded
+	var realCfg []trend.Config
 	for _, l := range labels.Traces {
-		ld, err := load(filepath.Join(dir, l.File), l, cfg)
-		if errors.Is(err, os.ErrNotExist) && strings.HasPrefix(l.File, "real/") {
-			rep.Traces = append(rep.Traces, TraceResult{Label: l, Skipped: "file not present"})
+		tcfg, err := l.Trend.Apply(cfg)
+		if err != nil {
+			return rep, fmt.Errorf("trace %s: %w", l.Name, err)
+		}
+		ld, err := load(filepath.Join(dir, l.File), l, tcfg)
+		if errors.Is(err, os.ErrNotExist) && l.IsReal() {
+			rep.Real = append(rep.Real, RealResult{Label: l, Config: tcfg, Skipped: "file not present"})
 			continue
 		}
 		if err != nil {
 			return rep, fmt.Errorf("trace %s: %w", l.Name, err)
+		}
+		if l.IsReal() {
+			real, realCfg = append(real, ld), append(realCfg, tcfg)
+			continue
 		}
 		traces = append(traces, ld)
 	}
@@ -246,7 +285,7 @@ func Evaluate(dir string, cfg trend.Config) (Report, error) {
 	for _, s := range BaselineGrid() {
 		outs := make([]Outcome, len(traces))
 		for i, tr := range traces {
-			outs[i] = baseline(tr, s)
+			outs[i] = baseline(tr, s, ruleInterval)
 		}
 		sc := score(traces, outs)
 		if sc.FalseAlarms == 0 {
@@ -263,7 +302,7 @@ func Evaluate(dir string, cfg trend.Config) (Report, error) {
 	if len(rep.ZeroFP) > 0 {
 		rep.Best = rep.ZeroFP[0].Setting
 		for _, tr := range traces {
-			bestOuts = append(bestOuts, baseline(tr, rep.Best))
+			bestOuts = append(bestOuts, baseline(tr, rep.Best, ruleInterval))
 		}
 	} else {
 		bestOuts = make([]Outcome, len(traces))
@@ -284,6 +323,20 @@ func Evaluate(dir string, cfg trend.Config) (Report, error) {
 	}
 	rep.BothDetectedN = len(bo)
 	rep.BothDetectedOurs, rep.BothDetectedBaseline = median(bo), median(bb)
+
+	for i, tr := range real {
+		rr := RealResult{Label: tr.label, Config: realCfg[i], Ours: tr.ours, Final: tr.final}
+		rr.Scale = float64(rr.Config.ShortWindow) / float64(cfg.ShortWindow)
+		if len(rep.ZeroFP) > 0 {
+			sc := func(d time.Duration) time.Duration {
+				return time.Duration(float64(d) * rr.Scale).Round(time.Second)
+			}
+			rr.BaselineSetting = Setting{Window: sc(rep.Best.Window), Theta: rep.Best.Theta, For: sc(rep.Best.For)}
+			rr.BaselineInterval = sc(ruleInterval)
+			rr.Baseline = baseline(tr, rr.BaselineSetting, rr.BaselineInterval)
+		}
+		rep.Real = append(rep.Real, rr)
+	}
 	return rep, nil
 }
 
@@ -345,7 +398,11 @@ func load(path string, l Label, cfg trend.Config) (loaded, error) {
 	var first *time.Duration
 	var firstVerdict trend.Verdict
 	_, err = replay.Events(bytes.NewReader(data), cfg, func(c replay.Change) {
-		if !alerting(c.Verdict) || (l.PID != 0 && c.PID != l.PID) {
+		if l.PID != 0 && c.PID != l.PID {
+			return
+		}
+		ld.final = c.Verdict
+		if !alerting(c.Verdict) {
 			return
 		}
 		at := c.T.Sub(origin)
@@ -373,8 +430,8 @@ func load(path string, l Label, cfg trend.Config) (loaded, error) {
 }
 
 // baseline runs `deriv(used[W]) > θ for F` over every process series of a trace:
-// least-squares slope of the raw used samples in (t−W, t], evaluated every ruleInterval.
-func baseline(tr loaded, s Setting) Outcome {
+// least-squares slope of the raw used samples in (t−W, t], evaluated every interval.
+func baseline(tr loaded, s Setting, interval time.Duration) Outcome {
 	var o Outcome
 	onset := time.Duration(tr.label.OnsetSeconds * float64(time.Second))
 	theta := s.Theta * trend.MiBPerMinute
@@ -386,7 +443,7 @@ func baseline(tr loaded, s Setting) Outcome {
 		lo, hi := 0, 0
 		var pendingSince time.Duration = -1
 		end := samples[len(samples)-1].t
-		for t := ruleInterval; t <= end; t += ruleInterval {
+		for t := interval; t <= end; t += interval {
 			for hi < len(samples) && samples[hi].t <= t {
 				x, y := samples[hi].t.Seconds(), samples[hi].used
 				n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
@@ -551,5 +608,60 @@ func (r Report) Write(w io.Writer) error {
 	tw.Flush()
 	fmt.Fprintf(w, "\nOn the %d leaks both detect: median delay ours %s, baseline %s.\n", r.BothDetectedN,
 		fmtDur(r.BothDetectedOurs), fmtDur(r.BothDetectedBaseline))
+	r.writeReal(w)
 	return nil
+}
+
+// settings is a compact rendering of a config, for the real-trace table.
+func settings(c trend.Config) string {
+	s := fmt.Sprintf("bucket %s, windows %s/%s, warm-up %s, %.3g MiB/min, fit %.2f", fmtDur(c.Bucket), fmtDur(c.ShortWindow),
+		fmtDur(c.LongWindow), fmtDur(c.WarmUp), c.MinRate/trend.MiBPerMinute, c.MinFit)
+	if c.MinDuration > 0 {
+		s += ", for " + fmtDur(c.MinDuration)
+	}
+	return s
+}
+
+// writeReal prints the recorded traces, scored apart from the suite.
+func (r Report) writeReal(w io.Writer) {
+	if len(r.Real) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nRecorded traces (scored apart: not in the baseline sweep nor in the scores above)\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, "| trace\t pid\t truth\t settings\t ours\t verdict\t final\t baseline, same scale\t")
+	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t")
+	var scaled []string
+	for _, t := range r.Real {
+		l := t.Label
+		truth := "no leak"
+		if l.Leak {
+			truth = fmt.Sprintf("leak from %s", fmtDur(time.Duration(l.OnsetSeconds*float64(time.Second))))
+			if l.RateMiBPerMin > 0 {
+				truth += fmt.Sprintf(", ≈ %g MiB/min", l.RateMiBPerMin)
+			}
+		}
+		pid := "any"
+		if l.PID != 0 {
+			pid = fmt.Sprint(l.PID)
+		}
+		if t.Skipped != "" {
+			fmt.Fprintf(tw, "| %s\t %s\t %s\t %s\t skipped: %s\t \t \t \t\n", l.Name, pid, truth, settings(t.Config), t.Skipped)
+			continue
+		}
+		base := "—"
+		if t.BaselineSetting.Window > 0 {
+			base = outcomeCell(l, t.Baseline)
+			d := fmt.Sprintf("%s (every %s)", t.BaselineSetting, fmtDur(t.BaselineInterval))
+			if !slices.Contains(scaled, d) {
+				scaled = append(scaled, d)
+			}
+		}
+		fmt.Fprintf(tw, "| %s\t %s\t %s\t %s\t %s\t %s\t %s\t %s\t\n", l.Name, pid, truth, settings(t.Config),
+			outcomeCell(l, t.Ours), t.Ours.FirstVerdicts, t.Final, base)
+	}
+	tw.Flush()
+	for _, d := range scaled {
+		fmt.Fprintf(w, "\nBaseline, same scale: the best setting above with its window, for and evaluation interval shrunk like the short window: %s.\n", d)
+	}
 }

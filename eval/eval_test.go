@@ -53,6 +53,48 @@ func TestReport(t *testing.T) {
 	if rep.Ours.Recall < rep.Baseline.Recall {
 		t.Errorf("recall %.2f below the baseline's %.2f", rep.Ours.Recall, rep.Baseline.Recall)
 	}
+
+	// The recorded H200 traces: both leaks flagged, the healthy process quiet.
+	if len(rep.Real) == 0 {
+		t.Error("no recorded trace in the report; labels.json lists them under real/")
+	}
+	for _, tr := range rep.Real {
+		l := tr.Label
+		switch {
+		case tr.Skipped != "":
+			t.Errorf("%s: skipped: %s", l.Name, tr.Skipped)
+		case tr.Ours.FalseAlarm:
+			t.Errorf("%s (pid %d): false alarm at %s", l.Name, l.PID, fmtDur(tr.Ours.FalseAlarmAt))
+		case l.Leak && (!tr.Ours.Detected || tr.Ours.FirstVerdicts != l.Expect):
+			t.Errorf("%s (pid %d): want %s, got %s (%s)", l.Name, l.PID, l.Expect, outcomeCell(l, tr.Ours), tr.Ours.FirstVerdicts)
+		}
+	}
+}
+
+// TestTrendOverride checks a label's per-trace settings: durations parsed, fields left
+// out inherited, bad values refused.
+func TestTrendOverride(t *testing.T) {
+	base := trend.DefaultConfig()
+	var nilO *TrendOverride
+	if got, err := nilO.Apply(base); err != nil || got != base {
+		t.Errorf("nil override: %+v, %v", got, err)
+	}
+	fit := 0.9
+	o := &TrendOverride{Bucket: "10s", ShortWindow: "2m", LongWindow: "4m", WarmUp: "1m", MinFit: &fit}
+	got, err := o.Apply(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base
+	want.Bucket, want.ShortWindow, want.LongWindow, want.WarmUp, want.MinFit = 10*time.Second, 2*time.Minute, 4*time.Minute, time.Minute, 0.9
+	if got != want {
+		t.Errorf("override = %+v, want %+v", got, want)
+	}
+	for _, bad := range []*TrendOverride{{Bucket: "ten seconds"}, {ShortWindow: "1m"}, {LongWindow: "1m"}} {
+		if _, err := bad.Apply(base); err == nil {
+			t.Errorf("%+v accepted", *bad)
+		}
+	}
 }
 
 // TestSuiteIsReproducible regenerates every synthetic trace and compares it with the
@@ -108,9 +150,22 @@ func TestRealTraces(t *testing.T) {
 		t.Fatal(err)
 	}
 	labels := `{"traces": [
+	  {"name": "idle", "file": "idle.jsonl"},
 	  {"name": "real/kept_outputs", "file": "real/kept_outputs.jsonl", "leak": true, "rate_mib_per_min": 30, "expect": "leak", "pid": 4242},
+	  {"name": "real/kept_outputs_short", "file": "real/kept_outputs.jsonl", "leak": true, "pid": 4242,
+	   "trend": {"bucket": "10s", "short_window": "2m", "long_window": "4m", "warm_up": "1m"}},
+	  {"name": "real/other_pid", "file": "real/kept_outputs.jsonl", "pid": 7},
 	  {"name": "real/not_recorded_yet", "file": "real/absent.jsonl"}
 	]}`
+	var idle bytes.Buffer
+	idleSpec := healthy("idle", 98)
+	idleSpec.Duration = 40 * time.Minute
+	if err := Generate(idleSpec, &idle); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "idle.jsonl"), idle.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, LabelsFile), []byte(labels), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +173,29 @@ func TestRealTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Traces) != 2 {
-		t.Fatalf("%d traces in the report, want 2", len(rep.Traces))
+	// Recorded traces are reported apart: the headline scores hold the synthetic one only.
+	if len(rep.Traces) != 1 || rep.Ours.Leaks+rep.Ours.NonLeaks != 1 {
+		t.Fatalf("%d synthetic traces in the report (scores over %d), want 1", len(rep.Traces), rep.Ours.Leaks+rep.Ours.NonLeaks)
 	}
-	for _, tr := range rep.Traces {
+	if len(rep.Real) != 4 {
+		t.Fatalf("%d recorded traces in the report, want 4", len(rep.Real))
+	}
+	var delay, shortDelay time.Duration
+	for _, tr := range rep.Real {
 		switch tr.Label.Name {
 		case "real/kept_outputs":
-			if !tr.Ours.Detected || tr.Ours.FirstVerdicts != "leak" {
-				t.Errorf("real leak trace: %+v", tr.Ours)
+			if !tr.Ours.Detected || tr.Ours.FirstVerdicts != "leak" || tr.Config != trend.DefaultConfig() {
+				t.Errorf("real leak trace: %+v with %+v", tr.Ours, tr.Config)
+			}
+			delay = tr.Ours.Delay
+		case "real/kept_outputs_short":
+			if !tr.Ours.Detected || tr.Config.ShortWindow != 2*time.Minute || tr.Scale != 0.2 {
+				t.Errorf("real leak trace with short settings: %+v with %+v (scale %g)", tr.Ours, tr.Config, tr.Scale)
+			}
+			shortDelay = tr.Ours.Delay
+		case "real/other_pid":
+			if tr.Ours.Detected || tr.Ours.FalseAlarm || tr.Final != "" {
+				t.Errorf("a pid absent from the trace was judged: %+v, final %q", tr.Ours, tr.Final)
 			}
 		case "real/not_recorded_yet":
 			if tr.Skipped == "" {
@@ -133,14 +203,21 @@ func TestRealTraces(t *testing.T) {
 			}
 		}
 	}
+	if !(shortDelay < delay) {
+		t.Errorf("per-trace settings not applied: delay %s with the short settings, %s with the defaults", shortDelay, delay)
+	}
+	var out bytes.Buffer
+	if err := rep.Write(&out); err != nil || !strings.Contains(out.String(), "real/kept_outputs_short") {
+		t.Errorf("report lacks the recorded traces (%v):\n%s", err, out.String())
+	}
 
 	// WriteSuite keeps real labels when it rewrites the synthetic ones.
 	if err := WriteSuite(dir); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, LabelsFile))
-	if !strings.Contains(string(b), "real/kept_outputs") {
-		t.Error("WriteSuite dropped the label of a real trace")
+	if !strings.Contains(string(b), "real/kept_outputs") || !strings.Contains(string(b), `"short_window": "2m"`) {
+		t.Errorf("WriteSuite dropped the label of a real trace, or its settings:\n%s", b)
 	}
 	// The committed traces are gzip with a zero header, so regenerating is byte-stable.
 	f, _ := os.Open(filepath.Join(dir, "idle.jsonl.gz"))

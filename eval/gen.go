@@ -93,6 +93,9 @@ type Label struct {
 	// PID, when set, restricts scoring to that process (real traces with neighbours).
 	PID  uint32 `json:"pid,omitempty"`
 	Note string `json:"note,omitempty"`
+	// Trend, when set, overrides detector settings for this trace only: a real trace
+	// minutes long cannot be judged with the defaults' 10-minute warm-up and window.
+	Trend *TrendOverride `json:"trend,omitempty"`
 }
 
 // Label returns the ground truth of s.
