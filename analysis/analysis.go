@@ -51,7 +51,7 @@ type DuplicateGroup struct {
 	GPU  string // NVML index label, "" when NVML does not know the UUID
 	// Service is the "service" client label, or the comm for BasisCmdline.
 	Service string
-	Basis   string // BasisServiceLabel or BasisCmdline
+	Basis   string   // BasisServiceLabel or BasisCmdline
 	Workers []Worker // sorted by PID
 	// MedianBytes is the median footprint of the group's candidates; TotalBytes sums
 	// the workers' footprints.

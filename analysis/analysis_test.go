@@ -180,7 +180,7 @@ func TestKeyGrowth(t *testing.T) {
 		ok     bool
 	}{
 		{trend.Leak, all, 1, true},
-		{trend.Leak, all[4:6], 5, true}, // NVML-only: used
+		{trend.Leak, all[4:6], 5, true},   // NVML-only: used
 		{trend.CacheGrowth, all, 4, true}, // short invalid: long
 		{trend.UnattributedGrowth, all, 7, true},
 		{trend.Steady, all, 5, true}, // steepest of allocated and used
