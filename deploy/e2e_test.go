@@ -244,7 +244,6 @@ func TestRealPrometheusAndAlertmanager(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the real-server end-to-end test takes about a minute")
 	}
-	deadline := time.Now().Add(4 * time.Minute)
 	dir := t.TempDir()
 
 	// The exporter binary, built from this checkout.
@@ -254,6 +253,8 @@ func TestRealPrometheusAndAlertmanager(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	// From here on every wait shares one bound (the leak alert arrives in about 30 s).
+	deadline := time.Now().Add(4 * time.Minute)
 	writeFile(t, filepath.Join(dir, "vram.yml"), trendConfig)
 	socket := filepath.Join(dir, "run", "push.sock")
 	exporter := startProc(t, "vram_exporter", nil, bin,
