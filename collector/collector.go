@@ -6,11 +6,13 @@
 package collector
 
 import (
+	"errors"
 	"sort"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/nvml"
@@ -31,9 +33,9 @@ type PushStats interface {
 	Stats() push.Stats
 }
 
-// Collector exports every vram_* metric of the joined view. Register it with
-// Register, which also adds the runtime info collector whose label names come from
-// the clients.
+// Collector exports every vram_* metric of the joined view. It is a
+// prometheus.Gatherer: serve it next to a Registry (for the Go runtime and build info)
+// with Gatherers.
 type Collector struct {
 	views ViewSource
 	push  PushStats
@@ -50,27 +52,13 @@ func New(views ViewSource, ps PushStats, logger *zap.Logger) *Collector {
 // WithNow replaces the clock used for ages (tests).
 func (c *Collector) WithNow(now func() time.Time) *Collector { c.now = now; return c }
 
-// Register adds the collector (and its runtime-info companion) to reg.
-func Register(reg prometheus.Registerer, c *Collector) error {
-	if err := reg.Register(c); err != nil {
-		return err
-	}
-	return reg.Register(runtimeInfo{c})
-}
-
-// Describe sends every fixed descriptor.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.d.all() {
-		ch <- d
-	}
-}
-
-// Collect serialises the latest view.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+// Gather serialises the latest view into metric families, sorted by name.
+func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	v := c.views.Latest()
+	e := newEmitter()
 	sub := []struct {
 		name string
-		fn   func(chan<- prometheus.Metric, *state.View) bool
+		fn   func(*emitter, *state.View) bool
 	}{
 		{"nvml", c.collectNVML},
 		{"gpu", c.collectGPUs},
@@ -81,19 +69,41 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range sub {
 		start := time.Now()
-		ok := s.fn(ch, v)
-		ch <- prometheus.MustNewConstMetric(c.d.collectorDuration, prometheus.GaugeValue, time.Since(start).Seconds(), s.name)
-		ch <- prometheus.MustNewConstMetric(c.d.collectorSuccess, prometheus.GaugeValue, b2f(ok), s.name)
+		ok := s.fn(e, v)
+		e.gauge(c.d.collectorDuration, time.Since(start).Seconds(), s.name)
+		e.gauge(c.d.collectorSuccess, b2f(ok), s.name)
 	}
-	ch <- prometheus.MustNewConstMetric(c.d.demo, prometheus.GaugeValue, b2f(v.Demo))
+	e.gauge(c.d.demo, b2f(v.Demo))
+	c.collectRuntimeInfo(e, v)
+	return e.families(), nil
 }
 
-func (c *Collector) collectNVML(ch chan<- prometheus.Metric, v *state.View) bool {
+// Gatherers concatenates gatherers whose families do not overlap (the vram_* families
+// and a Registry's go_*, process_* and build info), without prometheus.Gatherers'
+// per-series consistency hashing, which would cost more than building the series.
+type Gatherers []prometheus.Gatherer
+
+// Gather implements prometheus.Gatherer.
+func (gs Gatherers) Gather() ([]*dto.MetricFamily, error) {
+	var out []*dto.MetricFamily
+	var errs []error
+	for _, g := range gs {
+		mfs, err := g.Gather()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		out = append(out, mfs...)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].GetName() < out[b].GetName() })
+	return out, errors.Join(errs...)
+}
+
+func (c *Collector) collectNVML(e *emitter, v *state.View) bool {
 	s := v.NVML
-	ch <- prometheus.MustNewConstMetric(c.d.nvmlUp, prometheus.GaugeValue, b2f(s.Up))
+	e.gauge(c.d.nvmlUp, b2f(s.Up))
 	if s.Up {
-		ch <- prometheus.MustNewConstMetric(c.d.nvmlInfo, prometheus.GaugeValue, 1, s.DriverVersion, s.NVMLVersion)
-		ch <- prometheus.MustNewConstMetric(c.d.nvmlPollDuration, prometheus.GaugeValue, s.PollDuration.Seconds())
+		e.gauge(c.d.nvmlInfo, 1, s.DriverVersion, s.NVMLVersion)
+		e.gauge(c.d.nvmlPollDuration, s.PollDuration.Seconds())
 	}
 	keys := make([]nvml.ErrorKey, 0, len(s.Errors))
 	for k := range s.Errors {
@@ -106,60 +116,60 @@ func (c *Collector) collectNVML(ch chan<- prometheus.Metric, v *state.View) bool
 		return keys[a].Error < keys[b].Error
 	})
 	for _, k := range keys {
-		ch <- prometheus.MustNewConstMetric(c.d.nvmlErrors, prometheus.CounterValue, float64(s.Errors[k]), k.Call, k.Error)
+		e.counter(c.d.nvmlErrors, float64(s.Errors[k]), k.Call, k.Error)
 	}
 	return s.Up
 }
 
-func (c *Collector) collectGPUs(ch chan<- prometheus.Metric, v *state.View) bool {
+func (c *Collector) collectGPUs(e *emitter, v *state.View) bool {
 	for _, g := range v.GPUs {
 		idx := strconv.Itoa(g.Index)
 		migMode := "disabled"
 		if g.MIGEnabled || g.ParentUUID != "" {
 			migMode = "enabled"
 		}
-		ch <- prometheus.MustNewConstMetric(c.d.gpuInfo, prometheus.GaugeValue, 1,
+		e.gauge(c.d.gpuInfo, 1,
 			g.UUID, idx, g.Name, g.PCIBusID, g.MemoryAPI, migMode, g.ParentUUID, optInt(g.GPUInstanceID), optInt(g.ComputeInstanceID))
-		gauge(ch, c.d.gpuTotal, g.TotalBytes, g.UUID, idx)
-		gauge(ch, c.d.gpuUsed, g.UsedBytes, g.UUID, idx)
-		gauge(ch, c.d.gpuFree, g.FreeBytes, g.UUID, idx)
+		gauge(e, c.d.gpuTotal, g.TotalBytes, g.UUID, idx)
+		gauge(e, c.d.gpuUsed, g.UsedBytes, g.UUID, idx)
+		gauge(e, c.d.gpuFree, g.FreeBytes, g.UUID, idx)
 		if g.MemoryAPI == "v2" {
-			gauge(ch, c.d.gpuDriverReserved, g.DriverReservedBytes, g.UUID, idx)
+			gauge(e, c.d.gpuDriverReserved, g.DriverReservedBytes, g.UUID, idx)
 		}
 		if g.BAR1Valid {
-			gauge(ch, c.d.gpuBAR1Total, g.BAR1TotalBytes, g.UUID, idx)
-			gauge(ch, c.d.gpuBAR1Used, g.BAR1UsedBytes, g.UUID, idx)
+			gauge(e, c.d.gpuBAR1Total, g.BAR1TotalBytes, g.UUID, idx)
+			gauge(e, c.d.gpuBAR1Used, g.BAR1UsedBytes, g.UUID, idx)
 		}
 	}
 	return true
 }
 
-func (c *Collector) collectProcesses(ch chan<- prometheus.Metric, v *state.View) bool {
+func (c *Collector) collectProcesses(e *emitter, v *state.View) bool {
 	seen := map[uint32]bool{}
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		pid := pidLabel(p.PID)
 		if p.HasNVML {
-			gauge(ch, c.d.procUsed, p.UsedBytes, pid, p.UUID, p.GPU)
+			gauge(e, c.d.procUsed, p.UsedBytes, pid, p.UUID, p.GPU)
 		}
 		if p.HasUnattributed {
-			ch <- prometheus.MustNewConstMetric(c.d.procUnattributed, prometheus.GaugeValue, float64(p.UnattributedBytes), pid, p.UUID, p.GPU)
+			e.gauge(c.d.procUnattributed, float64(p.UnattributedBytes), pid, p.UUID, p.GPU)
 		}
 		if seen[p.PID] || !p.HasFacts {
 			continue
 		}
 		seen[p.PID] = true
 		f := p.Facts
-		ch <- prometheus.MustNewConstMetric(c.d.procInfo, prometheus.GaugeValue, 1, pid, f.Comm, f.Cmdline, f.ContainerID, f.PodUID)
-		gauge(ch, c.d.procRSS, f.RSSBytes, pid)
+		e.gauge(c.d.procInfo, 1, pid, f.Comm, f.Cmdline, f.ContainerID, f.PodUID)
+		gauge(e, c.d.procRSS, f.RSSBytes, pid)
 		if !f.StartTime.IsZero() {
-			ch <- prometheus.MustNewConstMetric(c.d.procStart, prometheus.GaugeValue, float64(f.StartTime.UnixNano())/1e9, pid)
+			e.gauge(c.d.procStart, float64(f.StartTime.UnixNano())/1e9, pid)
 		}
 	}
 	return v.ProcfsErrors == 0
 }
 
-func (c *Collector) collectRuntime(ch chan<- prometheus.Metric, v *state.View) bool {
+func (c *Collector) collectRuntime(e *emitter, v *state.View) bool {
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if !p.Pushed {
@@ -168,25 +178,25 @@ func (c *Collector) collectRuntime(ch chan<- prometheus.Metric, v *state.View) b
 		pid := pidLabel(p.PID)
 		for _, pl := range p.Pools {
 			lv := []string{pid, p.UUID, p.GPU, pl.Name, pl.Parent}
-			gauge(ch, c.d.rtAllocated, pl.Allocated, lv...)
-			gauge(ch, c.d.rtReserved, pl.Reserved, lv...)
-			gauge(ch, c.d.rtCached, pl.CachedBytes(), lv...)
-			optGauge(ch, c.d.rtPeak, pl.PeakAllocated, lv...)
-			optGauge(ch, c.d.rtActive, pl.Active, lv...)
-			optGauge(ch, c.d.rtInactiveSplit, pl.InactiveSplit, lv...)
-			optGauge(ch, c.d.rtLimit, pl.Limit, lv...)
+			gauge(e, c.d.rtAllocated, pl.Allocated, lv...)
+			gauge(e, c.d.rtReserved, pl.Reserved, lv...)
+			gauge(e, c.d.rtCached, pl.CachedBytes(), lv...)
+			optGauge(e, c.d.rtPeak, pl.PeakAllocated, lv...)
+			optGauge(e, c.d.rtActive, pl.Active, lv...)
+			optGauge(e, c.d.rtInactiveSplit, pl.InactiveSplit, lv...)
+			optGauge(e, c.d.rtLimit, pl.Limit, lv...)
 			if pl.AllocRetries.Set {
-				ch <- prometheus.MustNewConstMetric(c.d.rtRetries, prometheus.CounterValue, float64(pl.AllocRetries.Value), lv...)
+				e.counter(c.d.rtRetries, float64(pl.AllocRetries.Value), lv...)
 			}
 			if pl.OOMs.Set {
-				ch <- prometheus.MustNewConstMetric(c.d.rtOOMs, prometheus.CounterValue, float64(pl.OOMs.Value), lv...)
+				e.counter(c.d.rtOOMs, float64(pl.OOMs.Value), lv...)
 			}
 		}
 	}
 	return true
 }
 
-func (c *Collector) collectPush(ch chan<- prometheus.Metric, v *state.View) bool {
+func (c *Collector) collectPush(e *emitter, v *state.View) bool {
 	now := c.now()
 	type perPID struct {
 		last    time.Time
@@ -215,29 +225,29 @@ func (c *Collector) collectPush(ch chan<- prometheus.Metric, v *state.View) bool
 		if age < 0 {
 			age = 0
 		}
-		ch <- prometheus.MustNewConstMetric(c.d.pushAge, prometheus.GaugeValue, age, pidLabel(pid))
-		ch <- prometheus.MustNewConstMetric(c.d.pushClientDropped, prometheus.CounterValue, float64(pp.dropped), pidLabel(pid))
+		e.gauge(c.d.pushAge, age, pidLabel(pid))
+		e.counter(c.d.pushClientDropped, float64(pp.dropped), pidLabel(pid))
 	}
-	ch <- prometheus.MustNewConstMetric(c.d.pushProcesses, prometheus.GaugeValue, float64(len(pids)))
-	ch <- prometheus.MustNewConstMetric(c.d.pushUnknownDevices, prometheus.GaugeValue, float64(v.UnknownDevices))
+	e.gauge(c.d.pushProcesses, float64(len(pids)))
+	e.gauge(c.d.pushUnknownDevices, float64(v.UnknownDevices))
 	if c.push == nil {
 		return true
 	}
 	st := c.push.Stats()
-	ch <- prometheus.MustNewConstMetric(c.d.pushConnections, prometheus.GaugeValue, float64(st.Connections))
-	ch <- prometheus.MustNewConstMetric(c.d.pushConnectionsTotal, prometheus.CounterValue, float64(st.ConnectionsAccepted))
-	ch <- prometheus.MustNewConstMetric(c.d.pushMessages, prometheus.CounterValue, float64(st.MessagesAccepted))
-	ch <- prometheus.MustNewConstMetric(c.d.pushBytes, prometheus.CounterValue, float64(st.BytesReceived))
+	e.gauge(c.d.pushConnections, float64(st.Connections))
+	e.counter(c.d.pushConnectionsTotal, float64(st.ConnectionsAccepted))
+	e.counter(c.d.pushMessages, float64(st.MessagesAccepted))
+	e.counter(c.d.pushBytes, float64(st.BytesReceived))
 	for _, r := range push.Reasons() {
-		ch <- prometheus.MustNewConstMetric(c.d.pushRejected, prometheus.CounterValue, float64(st.Rejected[r]), r)
+		e.counter(c.d.pushRejected, float64(st.Rejected[r]), r)
 	}
 	for _, r := range push.DisconnectReasons() {
-		ch <- prometheus.MustNewConstMetric(c.d.pushDisconnects, prometheus.CounterValue, float64(st.Disconnects[r]), r)
+		e.counter(c.d.pushDisconnects, float64(st.Disconnects[r]), r)
 	}
 	return true
 }
 
-func (c *Collector) collectTrend(ch chan<- prometheus.Metric, v *state.View) bool {
+func (c *Collector) collectTrend(e *emitter, v *state.View) bool {
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if !p.HasTrend {
@@ -248,11 +258,11 @@ func (c *Collector) collectTrend(ch chan<- prometheus.Metric, v *state.View) boo
 			if !g.Valid {
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(c.d.growth, prometheus.GaugeValue, g.BytesPerSecond, pid, p.UUID, p.GPU, g.Series, g.Window)
-			ch <- prometheus.MustNewConstMetric(c.d.growthFit, prometheus.GaugeValue, g.Fit, pid, p.UUID, p.GPU, g.Series, g.Window)
+			e.gauge(c.d.growth, g.BytesPerSecond, pid, p.UUID, p.GPU, g.Series, g.Window)
+			e.gauge(c.d.growthFit, g.Fit, pid, p.UUID, p.GPU, g.Series, g.Window)
 		}
 		for _, verdict := range trend.Verdicts() {
-			ch <- prometheus.MustNewConstMetric(c.d.verdict, prometheus.GaugeValue, b2f(p.Trend.Verdict == verdict), pid, p.UUID, p.GPU, string(verdict))
+			e.gauge(c.d.verdict, b2f(p.Trend.Verdict == verdict), pid, p.UUID, p.GPU, string(verdict))
 		}
 	}
 	for _, g := range v.GPUs {
@@ -264,23 +274,21 @@ func (c *Collector) collectTrend(ch chan<- prometheus.Metric, v *state.View) boo
 			if !gr.Valid {
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(c.d.gpuGrowth, prometheus.GaugeValue, gr.BytesPerSecond, g.UUID, idx, gr.Window)
-			ch <- prometheus.MustNewConstMetric(c.d.gpuGrowthFit, prometheus.GaugeValue, gr.Fit, g.UUID, idx, gr.Window)
+			e.gauge(c.d.gpuGrowth, gr.BytesPerSecond, g.UUID, idx, gr.Window)
+			e.gauge(c.d.gpuGrowthFit, gr.Fit, g.UUID, idx, gr.Window)
 		}
 		if g.Trend.ExhaustionValid {
-			ch <- prometheus.MustNewConstMetric(c.d.gpuExhaustion, prometheus.GaugeValue, g.Trend.ExhaustionSeconds, g.UUID, idx)
+			e.gauge(c.d.gpuExhaustion, g.Trend.ExhaustionSeconds, g.UUID, idx)
 		}
 	}
 	return true
 }
 
-func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, lv ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), lv...)
-}
+func gauge(e *emitter, d *metricDesc, v uint64, lv ...string) { e.gauge(d, float64(v), lv...) }
 
-func optGauge(ch chan<- prometheus.Metric, d *prometheus.Desc, o state.OptionalBytes, lv ...string) {
+func optGauge(e *emitter, d *metricDesc, o state.OptionalBytes, lv ...string) {
 	if o.Set {
-		gauge(ch, d, o.Value, lv...)
+		gauge(e, d, o.Value, lv...)
 	}
 }
 

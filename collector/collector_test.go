@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -87,14 +88,9 @@ func fixturePushStats() push.Stats {
 	return st
 }
 
-func newTestRegistry(t testing.TB, v *state.View, ps PushStats) *prometheus.Registry {
+func newTestRegistry(t testing.TB, v *state.View, ps PushStats) prometheus.Gatherer {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	c := New(staticView{v}, ps, zap.NewNop()).WithNow(func() time.Time { return now })
-	if err := Register(reg, c); err != nil {
-		t.Fatal(err)
-	}
-	return reg
+	return New(staticView{v}, ps, zap.NewNop()).WithNow(func() time.Time { return now })
 }
 
 // TestGolden compares the whole exposition (minus the per-scrape durations) with
@@ -138,19 +134,21 @@ func TestGolden(t *testing.T) {
 
 func TestLintClean(t *testing.T) {
 	c := New(staticView{fixtureView()}, staticPush{fixturePushStats()}, zap.NewNop())
-	problems, err := testutil.CollectAndLint(c)
+	problems, err := testutil.GatherAndLint(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
-	problems, err = testutil.CollectAndLint(runtimeInfo{c})
-	if err != nil {
+	// The same families through a real Registry's consistency checks (duplicate series,
+	// label names per family, HELP and type): what the emitter skips at scrape time.
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(asCollector{c}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range problems {
-		t.Errorf("lint runtime info: %s: %s", p.Metric, p.Text)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("the families are not consistent: %v", err)
 	}
 }
 
@@ -242,11 +240,9 @@ func BenchmarkScrape(b *testing.B) {
 	}{{"nvml", false}, {"pushed", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector())
 			c := New(staticView{benchView(bc.pushed)}, staticPush{fixturePushStats()}, zap.NewNop())
-			if err := Register(reg, c); err != nil {
-				b.Fatal(err)
-			}
-			h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+			h := promhttp.HandlerFor(Gatherers{reg, c}, promhttp.HandlerOpts{})
 			req := httptest.NewRequest("GET", "/metrics", nil)
 			b.ReportAllocs()
 			for b.Loop() {

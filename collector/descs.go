@@ -4,8 +4,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/vram-exporter/vram_exporter/state"
 )
 
 // Label sets. pid is inherent to per-process metrics; every other label is bounded
@@ -21,21 +22,26 @@ var (
 const sampled = " Sampled by the daemon every --nvml.poll-interval, not at scrape time."
 
 type descs struct {
-	nvmlUp, nvmlInfo, nvmlPollDuration, nvmlErrors                       *prometheus.Desc
-	gpuInfo, gpuTotal, gpuUsed, gpuFree, gpuDriverReserved               *prometheus.Desc
-	gpuBAR1Total, gpuBAR1Used                                            *prometheus.Desc
-	procUsed, procUnattributed, procInfo, procRSS, procStart             *prometheus.Desc
-	rtAllocated, rtReserved, rtCached, rtPeak, rtActive, rtInactiveSplit *prometheus.Desc
-	rtLimit, rtRetries, rtOOMs                                           *prometheus.Desc
-	pushConnections, pushConnectionsTotal, pushMessages, pushBytes       *prometheus.Desc
-	pushRejected, pushDisconnects, pushProcesses, pushAge                *prometheus.Desc
-	pushClientDropped, pushUnknownDevices                                *prometheus.Desc
-	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *prometheus.Desc
-	collectorSuccess, collectorDuration, demo                            *prometheus.Desc
+	nvmlUp, nvmlInfo, nvmlPollDuration, nvmlErrors                       *metricDesc
+	gpuInfo, gpuTotal, gpuUsed, gpuFree, gpuDriverReserved               *metricDesc
+	gpuBAR1Total, gpuBAR1Used                                            *metricDesc
+	procUsed, procUnattributed, procInfo, procRSS, procStart             *metricDesc
+	rtAllocated, rtReserved, rtCached, rtPeak, rtActive, rtInactiveSplit *metricDesc
+	rtLimit, rtRetries, rtOOMs                                           *metricDesc
+	pushConnections, pushConnectionsTotal, pushMessages, pushBytes       *metricDesc
+	pushRejected, pushDisconnects, pushProcesses, pushAge                *metricDesc
+	pushClientDropped, pushUnknownDevices                                *metricDesc
+	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *metricDesc
+	collectorSuccess, collectorDuration, demo                            *metricDesc
 }
 
-func nd(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(namespace+"_"+name, help, labels, nil)
+// Every family is a gauge unless its name ends in _total.
+func nd(name, help string, labels ...string) *metricDesc {
+	typ := dto.MetricType_GAUGE
+	if strings.HasSuffix(name, "_total") {
+		typ = dto.MetricType_COUNTER
+	}
+	return newMetricDesc(namespace+"_"+name, help, typ, labels...)
 }
 
 func newDescs() descs {
@@ -94,8 +100,8 @@ func newDescs() descs {
 }
 
 // all lists the fixed descriptors (Describe) in a stable order.
-func (d descs) all() []*prometheus.Desc {
-	out := []*prometheus.Desc{
+func (d descs) all() []*metricDesc {
+	out := []*metricDesc{
 		d.nvmlUp, d.nvmlInfo, d.nvmlPollDuration, d.nvmlErrors,
 		d.gpuInfo, d.gpuTotal, d.gpuUsed, d.gpuFree, d.gpuDriverReserved, d.gpuBAR1Total, d.gpuBAR1Used,
 		d.procUsed, d.procUnattributed, d.procInfo, d.procRSS, d.procStart,
@@ -113,57 +119,58 @@ func (d descs) all() []*prometheus.Desc {
 func MetricNames() []string {
 	names := []string{namespace + "_runtime_info"}
 	for _, d := range newDescs().all() {
-		s := d.String() // Desc{fqName: "vram_…", …}
-		i := strings.Index(s, `fqName: "`) + len(`fqName: "`)
-		names = append(names, s[i:i+strings.Index(s[i:], `"`)])
+		names = append(names, d.name)
 	}
 	sort.Strings(names)
 	return names
 }
 
-// runtimeInfo exports vram_runtime_info, whose label names include the clients' own
-// labels (service, model, …). Those differ per sender, so this collector is unchecked
-// (it describes nothing); the protocol bounds their names, count and length.
-type runtimeInfo struct{ c *Collector }
-
-func (runtimeInfo) Describe(chan<- *prometheus.Desc) {}
-
-func (r runtimeInfo) Collect(ch chan<- prometheus.Metric) {
-	v := r.c.views.Latest()
+// collectRuntimeInfo exports vram_runtime_info, whose label names include the clients'
+// own labels (service, model, …). They differ per sender; the protocol bounds their
+// names, count and length.
+func (c *Collector) collectRuntimeInfo(e *emitter, v *state.View) {
 	type key struct {
 		pid                   uint32
 		name, version, labels string
 	}
+	var mf *dto.MetricFamily
 	seen := map[key]bool{}
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		for _, rt := range p.Runtimes {
-			names := make([]string, 0, len(rt.Labels))
-			for n := range rt.Labels {
+			pairs := map[string]string{"pid": pidLabel(p.PID), "runtime": rt.Name, "runtime_version": rt.Version}
+			names := []string{"pid", "runtime", "runtime_version"}
+			ls := ""
+			for n, val := range rt.Labels {
+				if _, clash := pairs[n]; clash || val == "" {
+					continue // the protocol forbids these; defensive for hand-built views
+				}
+				pairs[n] = val
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			ls := ""
-			for _, n := range names {
-				ls += n + "=" + rt.Labels[n] + "\x00"
+			for _, n := range names[3:] {
+				ls += n + "=" + pairs[n] + "\x00"
 			}
 			k := key{p.PID, rt.Name, rt.Version, ls}
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
-			labelNames := append([]string{"pid", "runtime", "runtime_version"}, names...)
-			values := []string{pidLabel(p.PID), rt.Name, rt.Version}
+			if mf == nil {
+				name, help, typ := namespace+"_runtime_info", "Runtime of a pushing process with its client labels (service, model, …); always 1.", dto.MetricType_GAUGE
+				mf = &dto.MetricFamily{Name: &name, Help: &help, Type: &typ}
+			}
+			m := &dto.Metric{Gauge: &dto.Gauge{Value: new(float64)}}
+			*m.Gauge.Value = 1
 			for _, n := range names {
-				values = append(values, rt.Labels[n])
+				n, val := n, pairs[n]
+				m.Label = append(m.Label, &dto.LabelPair{Name: &n, Value: &val})
 			}
-			d := prometheus.NewDesc(namespace+"_runtime_info", "Runtime of a pushing process with its client labels (service, model, …); always 1.", labelNames, nil)
-			m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 1, values...)
-			if err != nil {
-				r.c.log.Debug("skipping runtime info", zap.Error(err))
-				continue
-			}
-			ch <- m
+			mf.Metric = append(mf.Metric, m)
 		}
+	}
+	if mf != nil {
+		e.extra = append(e.extra, mf)
 	}
 }

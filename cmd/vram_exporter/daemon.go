@@ -61,6 +61,8 @@ type daemon struct {
 	pushes *push.Server
 	joiner *state.Joiner
 	reg    *prometheus.Registry
+	// gatherer serves /metrics: the vram_* families from the view plus reg's.
+	gatherer prometheus.Gatherer
 }
 
 func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
@@ -130,9 +132,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	if d.pushes != nil {
 		ps = d.pushes
 	}
-	if err := collector.Register(d.reg, collector.New(d.joiner, ps, logger.Named("collector"))); err != nil {
-		return fmt.Errorf("registering collectors: %w", err)
-	}
+	d.gatherer = collector.Gatherers{d.reg, collector.New(d.joiner, ps, logger.Named("collector"))}
 
 	var wg sync.WaitGroup
 	start := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
@@ -218,7 +218,7 @@ func trendConfig(cfg config.Config) trend.Config {
 func (d *daemon) serveHTTP(ctx context.Context) error {
 	cfg := d.cfg
 	mux := http.NewServeMux()
-	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{
+	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{
 		ErrorLog:            zap.NewStdLog(d.log.Named("promhttp")),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 8,
