@@ -253,3 +253,24 @@ func errorsAs(err error, target **exec.ExitError) bool {
 	}
 	return ok
 }
+
+// A second daemon pointed at a live daemon's socket must not steal it: it exits 1 with a
+// message that says what to do, and the first keeps serving.
+func TestSecondDaemonDoesNotStealTheSocket(t *testing.T) {
+	first := startDaemon(t)
+	cmd := exec.Command(buildBinary(t), "--web.listen-address=127.0.0.1:0", "--push.socket="+first.socket,
+		"--nvml.library-path=/nonexistent/libnvidia-ml.so.1")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second daemon: err=%v, want exit 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "another vram_exporter is already serving") {
+		t.Errorf("second daemon's error does not say why:\n%s", out)
+	}
+	if _, err := os.Stat(first.socket); err != nil {
+		t.Fatalf("the first daemon's socket is gone: %v", err)
+	}
+	first.waitMetrics("first daemon still serving", func(string) bool { return true })
+	first.stop()
+}
