@@ -1,0 +1,237 @@
+package api
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/analysis"
+	"github.com/vram-exporter/vram_exporter/state"
+	"github.com/vram-exporter/vram_exporter/trend"
+)
+
+// ViewSource gives the latest joined view (the daemon's state.Joiner).
+type ViewSource interface {
+	Latest() *state.View
+}
+
+// Options configure the handler.
+type Options struct {
+	// SafetyMarginBytes is kept free when counting headroom workers.
+	SafetyMarginBytes uint64
+	// Node and Version are reported by /api/v1/status.
+	Node    string
+	Version string
+}
+
+// NewHandler serves /api/v1/status, /api/v1/gpus and /api/v1/processes from src. Every
+// request reads one view, so one response is always self-consistent.
+func NewHandler(src ViewSource, opts Options) http.Handler {
+	return &handler{src: src, opts: opts}
+}
+
+type handler struct {
+	src  ViewSource
+	opts Options
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var build func(*state.View) any
+	switch r.URL.Path {
+	case PathStatus:
+		build = func(v *state.View) any { return BuildStatus(v, h.opts) }
+	case PathGPUs:
+		build = func(v *state.View) any { return BuildGPUs(v, h.opts.SafetyMarginBytes) }
+	case PathProcesses:
+		build = func(v *state.View) any { return BuildProcesses(v) }
+	default:
+		writeError(w, http.StatusNotFound, "no such API path "+r.URL.Path+"; try "+PathStatus+", "+PathGPUs+" or "+PathProcesses)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+		return
+	}
+	v := h.src.Latest()
+	if v == nil {
+		writeError(w, http.StatusServiceUnavailable, "no joined view yet; the daemon is starting")
+		return
+	}
+	writeJSON(w, http.StatusOK, build(v))
+}
+
+func writeJSON(w http.ResponseWriter, code int, body any) {
+	b, err := json.MarshalIndent(body, "", "  ")
+	if err != nil {
+		code = http.StatusInternalServerError
+		b, _ = json.Marshal(Error{Status: code, Error: "encoding response: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, Error{Status: code, Error: msg})
+}
+
+// BuildStatus converts a view into the /api/v1/status response.
+func BuildStatus(v *state.View, opts Options) Status {
+	return Status{
+		Time: v.Time.UTC(), Node: opts.Node, Version: opts.Version, Demo: v.Demo,
+		NVMLUp: v.NVML.Up, DriverVersion: v.NVML.DriverVersion, NVMLVersion: v.NVML.NVMLVersion,
+		GPUs: len(v.GPUs), Processes: len(v.Processes), PushSenders: len(v.Senders),
+		ProcfsErrors: v.ProcfsErrors, UnknownDevices: v.UnknownDevices, SafetyMarginBytes: opts.SafetyMarginBytes,
+	}
+}
+
+// BuildGPUs converts a view into the /api/v1/gpus response.
+func BuildGPUs(v *state.View, marginBytes uint64) GPUs {
+	out := GPUs{Time: v.Time.UTC(), Demo: v.Demo, NVMLUp: v.NVML.Up, GPUs: []GPU{}, Duplicates: []Duplicate{}}
+	head := map[string]analysis.Headroom{}
+	for _, h := range analysis.HeadroomPerGPU(v, marginBytes) {
+		head[h.UUID] = h
+	}
+	count := map[string]int{}
+	for i := range v.Processes {
+		count[v.Processes[i].UUID]++
+	}
+	for _, g := range v.GPUs {
+		o := GPU{
+			Index: g.Index, UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID, ParentUUID: g.ParentUUID,
+			MIGEnabled: g.MIGEnabled, MemoryAPI: g.MemoryAPI, TotalBytes: g.TotalBytes, UsedBytes: g.UsedBytes,
+			FreeBytes: g.FreeBytes, DriverReservedBytes: g.DriverReservedBytes, Processes: count[g.UUID],
+			Growth: growths(g.Trend.Growth),
+		}
+		if g.HasTrend && g.Trend.ExhaustionValid {
+			e := &Exhaustion{Seconds: finite(g.Trend.ExhaustionSeconds),
+				At: v.Time.Add(time.Duration(g.Trend.ExhaustionSeconds * float64(time.Second))).UTC().Truncate(time.Second)}
+			for _, gr := range g.Trend.Growth {
+				if gr.Series == trend.SeriesUsed && gr.Window == trend.WindowShort {
+					e.UsedBytesPerSecond = finite(gr.BytesPerSecond)
+				}
+			}
+			o.Exhaustion = e
+		}
+		if h, ok := head[g.UUID]; ok {
+			o.Headroom = &Headroom{Workers: h.Workers, LargestWorkerBytes: h.LargestWorkerBytes,
+				LargestWorkerPID: h.LargestPID, FreeBytes: h.FreeBytes, MarginBytes: h.MarginBytes}
+		}
+		out.GPUs = append(out.GPUs, o)
+	}
+	for _, d := range analysis.Duplicates(v) {
+		o := Duplicate{UUID: d.UUID, GPU: d.GPU, Service: d.Service, Basis: d.Basis, PIDs: d.PIDs(),
+			MedianBytes: d.MedianBytes, TotalBytes: d.TotalBytes}
+		for _, w := range d.Workers {
+			o.WorkerBytes = append(o.WorkerBytes, w.Bytes)
+		}
+		out.Duplicates = append(out.Duplicates, o)
+	}
+	return out
+}
+
+// BuildProcesses converts a view into the /api/v1/processes response.
+func BuildProcesses(v *state.View) Processes {
+	out := Processes{Time: v.Time.UTC(), Demo: v.Demo, NVMLUp: v.NVML.Up, Processes: []Process{}}
+	type key struct {
+		pid  uint32
+		uuid string
+	}
+	dups := map[key]*DuplicateRef{}
+	for _, d := range analysis.Duplicates(v) {
+		ref := &DuplicateRef{Service: d.Service, Basis: d.Basis, Workers: len(d.Workers), PIDs: d.PIDs(), MedianBytes: d.MedianBytes}
+		for _, w := range d.Workers {
+			dups[key{w.PID, d.UUID}] = ref
+		}
+	}
+	for i := range v.Processes {
+		p := &v.Processes[i]
+		o := Process{PID: p.PID, UUID: p.UUID, GPU: p.GPU, Pushed: p.Pushed, UnknownDevice: p.UnknownDevice,
+			Runtimes: []Runtime{}, Labels: map[string]string{}, Pools: []Pool{}, Duplicate: dups[key{p.PID, p.UUID}]}
+		if p.HasNVML {
+			o.NVMLUsedBytes, o.NVMLKinds = ptr(p.UsedBytes), p.Kinds
+		}
+		if p.HasFacts {
+			f := &Facts{Comm: p.Facts.Comm, Cmdline: p.Facts.Cmdline, RSSBytes: p.Facts.RSSBytes,
+				ContainerID: p.Facts.ContainerID, PodUID: p.Facts.PodUID}
+			if !p.Facts.StartTime.IsZero() {
+				f.StartTime = ptr(p.Facts.StartTime.UTC())
+			}
+			o.Facts = f
+		}
+		for _, r := range p.Runtimes {
+			labels := map[string]string{}
+			for k, val := range r.Labels {
+				labels[k] = val
+				if _, seen := o.Labels[k]; !seen {
+					o.Labels[k] = val // first runtime wins, as state.Process.Label does
+				}
+			}
+			o.Runtimes = append(o.Runtimes, Runtime{Name: r.Name, Version: r.Version, Labels: labels})
+		}
+		if p.Pushed {
+			var cached uint64
+			for _, pl := range p.Pools {
+				o.Pools = append(o.Pools, Pool{
+					Name: pl.Name, Parent: pl.Parent, AllocatedBytes: pl.Allocated, ReservedBytes: pl.Reserved,
+					CachedBytes: pl.CachedBytes(), PeakAllocatedBytes: opt(pl.PeakAllocated), ActiveBytes: opt(pl.Active),
+					InactiveSplitBytes: opt(pl.InactiveSplit), LimitBytes: opt(pl.Limit),
+					AllocRetries: opt(pl.AllocRetries), OOMs: opt(pl.OOMs),
+				})
+				if pl.Parent == "" {
+					cached += pl.CachedBytes()
+				}
+			}
+			o.AllocatedBytes, o.ReservedBytes, o.CachedBytes = ptr(p.AllocatedBytes), ptr(p.ReservedBytes), ptr(cached)
+			if !p.LastPush.IsZero() {
+				o.LastPush = ptr(p.LastPush.UTC())
+			}
+		}
+		if p.HasUnattributed {
+			o.UnattributedBytes = ptr(p.UnattributedBytes)
+		}
+		if p.HasTrend {
+			t := &Trend{Verdict: string(p.Trend.Verdict), Since: p.Trend.Since.UTC(), Reason: p.Trend.Reason,
+				Growth: growths(p.Trend.Growth)}
+			if g, ok := analysis.KeyGrowth(p.Trend); ok {
+				t.KeyGrowth = ptr(growth(g))
+			}
+			o.Trend = t
+		}
+		out.Processes = append(out.Processes, o)
+	}
+	return out
+}
+
+func growth(g trend.Growth) Growth {
+	return Growth{Series: g.Series, Window: g.Window, BytesPerSecond: finite(g.BytesPerSecond), Fit: finite(g.Fit), Valid: g.Valid}
+}
+
+// finite keeps a NaN or infinity (a degenerate fit) from failing the whole response:
+// JSON has no encoding for them.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+func growths(gs []trend.Growth) []Growth {
+	out := make([]Growth, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, growth(g))
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func opt(o state.OptionalBytes) *uint64 {
+	if !o.Set {
+		return nil
+	}
+	return ptr(o.Value)
+}
