@@ -201,22 +201,22 @@ func HeadroomPerGPU(v *state.View, marginBytes uint64) []Headroom {
 // KeyGrowth returns the growth that explains a verdict: for leak the allocated series
 // (used when the process pushes nothing), for unattributed_growth the unattributed
 // series, for cache_growth the reserved series; otherwise the steepest of allocated and
-// used. The short window is preferred; the long one is used when the short is not
-// valid. ok is false when no valid growth exists.
+// used. Of a series' two windows the one with the better fit wins (the short one on a
+// tie), as the detector accepts growth from either: a cache that has plateaued still
+// shows its growth in the long window. ok is false when no valid growth exists.
 func KeyGrowth(r trend.Result) (trend.Growth, bool) {
 	find := func(series string) (trend.Growth, bool) {
-		var long trend.Growth
-		var haveLong bool
+		var best trend.Growth
+		var ok bool
 		for _, g := range r.Growth {
 			if g.Series != series || !g.Valid {
 				continue
 			}
-			if g.Window == trend.WindowShort {
-				return g, true
+			if !ok || g.Fit > best.Fit || (g.Fit == best.Fit && g.Window == trend.WindowShort) {
+				best, ok = g, true
 			}
-			long, haveLong = g, true
 		}
-		return long, haveLong
+		return best, ok
 	}
 	switch r.Verdict {
 	case trend.Leak:

@@ -182,6 +182,8 @@ func TestKeyGrowth(t *testing.T) {
 		{trend.Leak, all, 1, true},
 		{trend.Leak, all[4:6], 5, true},   // NVML-only: used
 		{trend.CacheGrowth, all, 4, true}, // short invalid: long
+		{trend.Leak, []trend.Growth{g(trend.SeriesAllocated, trend.WindowShort, 1, true),
+			{Series: trend.SeriesAllocated, Window: trend.WindowLong, BytesPerSecond: 9, Fit: 0.99, Valid: true}}, 9, true}, // better fit wins
 		{trend.UnattributedGrowth, all, 7, true},
 		{trend.Steady, all, 5, true}, // steepest of allocated and used
 		{trend.WarmingUp, nil, 0, false},
