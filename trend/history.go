@@ -35,7 +35,10 @@ type history struct {
 	prevIdx int64
 
 	short, long []lsq // per column
+	fast        []lsq // per column: the newest fastN buckets (see fastWindow); nil when off
+	fastN       int64
 	shortTail   int64 // oldest bucket index that may still be in the short sums
+	fastTail    int64
 	longTail    int64
 	origin      int64     // x = bucket index − origin
 	ref         []float64 // y = floor − ref[c]
@@ -64,6 +67,9 @@ func newHistory(cfg Config, ncols int) *history {
 		curMin: make([]float64, ncols),
 		prev:   make([]float64, ncols),
 	}
+	if fn := fastBuckets(cfg); fn > 0 {
+		h.fastN, h.fast = fn, make([]lsq, ncols)
+	}
 	// One backing array for all columns: fewer allocations, better locality.
 	backing := make([]float64, n*ncols)
 	for c := range h.cols {
@@ -79,6 +85,9 @@ func (h *history) reset() {
 	}
 	for c := range h.cols {
 		h.short[c], h.long[c] = lsq{}, lsq{}
+		if h.fast != nil {
+			h.fast[c] = lsq{}
+		}
 		h.refOK[c] = false
 		h.curMin[c] = math.NaN()
 		h.prev[c] = math.NaN()
@@ -138,9 +147,12 @@ func (h *history) close() {
 	if !h.started {
 		h.started = true
 		h.origin = b
-		h.shortTail, h.longTail = b, b
+		h.shortTail, h.longTail, h.fastTail = b, b, b
 	}
 	h.evict(&h.shortTail, b-h.shortN, h.short)
+	if h.fast != nil {
+		h.evict(&h.fastTail, b-h.fastN, h.fast)
+	}
 	h.evict(&h.longTail, b-n, h.long)
 
 	s := int(b % n)
@@ -165,6 +177,9 @@ func (h *history) close() {
 		y := v - h.ref[c]
 		h.short[c].add(x, y)
 		h.long[c].add(x, y)
+		if h.fast != nil {
+			h.fast[c].add(x, y)
+		}
 	}
 	h.last, h.prevIdx = b, b
 
@@ -203,6 +218,9 @@ func (h *history) rebase() {
 			h.ref[c] = v
 		}
 		h.short[c], h.long[c] = lsq{}, lsq{}
+		if h.fast != nil {
+			h.fast[c] = lsq{}
+		}
 	}
 	n := int64(len(h.idx))
 	for b := h.longTail; b <= h.last; b++ {
@@ -220,6 +238,9 @@ func (h *history) rebase() {
 			h.long[c].add(x, y)
 			if b >= h.shortTail {
 				h.short[c].add(x, y)
+			}
+			if h.fast != nil && b >= h.fastTail {
+				h.fast[c].add(x, y)
 			}
 		}
 	}

@@ -11,8 +11,9 @@
 // Method, in short (docs/leak-detection.md has the evidence): each series is reduced to
 // the floor (minimum) of each bucket, so the request sawtooth vanishes; a least-squares
 // line over a short and a long window of floors gives a slope and R²; a series is
-// "growing" when the slope is at least MinRate with R² at least MinFit, and a verdict
-// needs growth sustained for MinDuration after the warm-up.
+// "growing" when the slope is at least MinRate with R² at least MinFit (a fast leak may
+// show it sooner on the newest half of the short window), and a verdict needs growth
+// sustained for MinDuration after the warm-up.
 package trend
 
 import (
@@ -68,6 +69,48 @@ const maxBuckets = 100_000
 
 // minPoints is how many floors a window needs before its slope means anything.
 const minPoints = 5
+
+// The fast window: the newest fastFraction of the short window, fitted alongside it
+// from its own running sums. A leak that rises fast draws a clean line long before the
+// short window is full of it (a hockey stick in the short window only reaches MinFit
+// once about two thirds of the window is line), so growth may also start on the fast
+// window when its slope is at least fastRateFactor × MinRate, its fit carries the same
+// evidence as MinFit does on the short window (fastFit), and the short window agrees at
+// the hysteresis level (slope ≥ MinRate, R² ≥ MinFit − 0.2). Slow leaks and staircases
+// still need the short or the long window. Measured (docs/leak-detection.md): the median
+// detection delay drops from 6m30s to 5m15s with no false alarm, and fractions from 0.3
+// to 0.6 of the short window, at rate factors 1 to 8, raise none either. Costs one more
+// set of running sums per series. Variables only so that the sensitivity test can sweep
+// them.
+var (
+	fastFraction   = 0.5
+	fastRateFactor = 2.0
+)
+
+// fastFit is the R² the fast window needs to carry the same evidence as fit does on the
+// short window: the same t statistic of the slope, t² = (n−2)·R²/(1−R²), from fewer
+// points. With the defaults (20 and 10 floors) MinFit 0.85 becomes 0.927; without it, a
+// fast window of 8 floors fitted the 64 MiB floor jitter of heavy_noise at R² 0.85.
+func (e *Engine) fastFit(fit float64) float64 {
+	nf := float64(fastBuckets(e.cfg))
+	if fit >= 1 || nf <= 2 {
+		return fit
+	}
+	ns := float64(e.cfg.ShortWindow / e.cfg.Bucket)
+	q := fit / (1 - fit) * (ns - 2) / (nf - 2)
+	return q / (1 + q)
+}
+
+// fastBuckets is the fast window's length in buckets, 0 when it would be too short to
+// fit or no shorter than the short window.
+func fastBuckets(cfg Config) int64 {
+	short := int64(cfg.ShortWindow / cfg.Bucket)
+	n := int64(float64(short) * fastFraction)
+	if n < minPoints || n >= short {
+		return 0
+	}
+	return n
+}
 
 // Validate reports the first problem with c, worded for the person who set it.
 func (c Config) Validate() error {
@@ -362,14 +405,15 @@ func (e *Engine) growth(h *history, c int, series, window string) Growth {
 	if window == WindowLong {
 		w = &h.long[c]
 	}
+	g := e.fit(h, w)
+	g.Series, g.Window = series, window
+	return g
+}
+
+// fit is the slope in bytes per second and the R² of one window's sums.
+func (e *Engine) fit(h *history, w *lsq) Growth {
 	slope, fit := w.fit()
-	return Growth{
-		Series:         series,
-		Window:         window,
-		BytesPerSecond: slope / h.bucket.Seconds(),
-		Fit:            fit,
-		Valid:          w.n >= minPoints,
-	}
+	return Growth{BytesPerSecond: slope / h.bucket.Seconds(), Fit: fit, Valid: w.n >= minPoints}
 }
 
 // judge recomputes a process's growth and verdict at the close of a bucket.
@@ -377,7 +421,7 @@ func (e *Engine) judge(p *process, now time.Time) {
 	cfg := &e.cfg
 	var present [numCols]bool
 	growth := make([]Growth, 0, 2*numCols)
-	var short, long [numCols]Growth
+	var short, long, fast [numCols]Growth
 	for c := range numCols {
 		present[c] = p.h.short[c].n >= minPoints
 		if p.h.long[c].n == 0 {
@@ -385,6 +429,9 @@ func (e *Engine) judge(p *process, now time.Time) {
 		}
 		short[c] = e.growth(p.h, c, colNames[c], WindowShort)
 		long[c] = e.growth(p.h, c, colNames[c], WindowLong)
+		if p.h.fast != nil {
+			fast[c] = e.fit(p.h, &p.h.fast[c])
+		}
 		growth = append(growth, short[c], long[c])
 	}
 
@@ -398,7 +445,7 @@ func (e *Engine) judge(p *process, now time.Time) {
 	}
 
 	for c := range numCols {
-		e.track(&p.grow[c], present[c], short[c], long[c], p.h.longSpan(c), now)
+		e.track(&p.grow[c], present[c], short[c], fast[c], long[c], p.h.longSpan(c), now)
 	}
 	sustained := func(c int) bool {
 		g := &p.grow[c]
@@ -426,9 +473,11 @@ func (e *Engine) judge(p *process, now time.Time) {
 
 // track updates one column's growth state. A series starts growing when either window
 // shows slope ≥ MinRate with R² ≥ MinFit (the long window only once it spans two short
-// windows, so it adds evidence rather than repeating the short one); it keeps growing
-// while the slope stays above half of that and R² above MinFit − 0.2.
-func (e *Engine) track(g *growState, present bool, short, long Growth, longSpan time.Duration, now time.Time) {
+// windows, so it adds evidence rather than repeating the short one), or the fast window
+// shows slope ≥ fastRateFactor × MinRate with R² ≥ fastFit(MinFit) while the short window
+// agrees at the relaxed level; it keeps growing while the slopes stay above half of that
+// and R² above MinFit − 0.2 (fastFit of that on the fast window).
+func (e *Engine) track(g *growState, present bool, short, fast, long Growth, longSpan time.Duration, now time.Time) {
 	cfg := &e.cfg
 	qual := func(gr Growth, rate, fit float64) bool {
 		return gr.Valid && gr.BytesPerSecond >= rate && gr.Fit >= fit
@@ -446,6 +495,11 @@ func (e *Engine) track(g *growState, present bool, short, long Growth, longSpan 
 	switch {
 	case qual(short, rate, fit):
 		best = short
+	case qual(fast, fastRateFactor*rate, e.fastFit(fit)) && (g.growing || qual(short, rate, fit-0.2)):
+		// The short window must agree at the level that keeps a growing series growing:
+		// five minutes of floors can line up by chance in heavy noise (measured on other
+		// seeds of heavy_noise, at R² 0.94–0.97), the ten minutes around them do not.
+		best = fast
 	case longOK && qual(long, rate, fit):
 		best = long
 	default:

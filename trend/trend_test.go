@@ -2,6 +2,7 @@ package trend
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -249,6 +250,55 @@ func TestVerdictsStable(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("Verdicts() = %v, want %v", got, want)
+		}
+	}
+}
+
+// TestFastWindow: a fast leak is flagged from the fast window (half the short window)
+// minutes before the short window alone would, and stays flagged; a slow leak still
+// waits for the short window; a short run of rising floors inside a flat, noisy series
+// does not pass (the short window must agree at the hysteresis level).
+func TestFastWindow(t *testing.T) {
+	onset := 30 * time.Minute
+	firstLeak := func(alloc func(time.Duration) float64) (time.Duration, bool) {
+		e, _ := NewEngine(DefaultConfig())
+		rs := feed(t, e, Key{PID: 1, UUID: "GPU-a"}, time.Hour, alloc, nil, nil)
+		var at time.Duration = -1
+		for i, r := range rs {
+			el := time.Duration(i) * time.Minute
+			if r.Verdict == Leak && at < 0 {
+				at = el - onset
+			}
+			if at >= 0 && r.Verdict != Leak {
+				return at, false // flapped back
+			}
+		}
+		return at, at >= 0
+	}
+	fast, ok := firstLeak(sawtooth(line(65*mib, 20*mib, onset), 300*mib))
+	if !ok || fast > 5*time.Minute {
+		t.Errorf("20 MiB/min leak: flagged %s after onset (stable %v), want within 5 minutes and stable", fast, ok)
+	}
+	slow, ok := firstLeak(sawtooth(line(65*mib, 0.6*mib, onset), 300*mib))
+	if !ok || slow < 6*time.Minute {
+		t.Errorf("0.6 MiB/min leak (below the fast window's rate): flagged %s after onset, want only once the short window shows it", slow)
+	}
+
+	// A flat floor with 20 MiB of jitter, except five minutes of floors rising in a clean
+	// line by 15 MiB that then drop back: a perfect fit on the fast window, none on the
+	// short one.
+	bump := func(el time.Duration) float64 {
+		b := int64(el / (30 * time.Second))
+		v := 65*mib + float64(rand.New(rand.NewPCG(uint64(b), 7)).IntN(21))*mib
+		if el >= 40*time.Minute && el < 45*time.Minute {
+			v = 65*mib + 3*mib*(el-40*time.Minute).Minutes()
+		}
+		return v
+	}
+	e, _ := NewEngine(DefaultConfig())
+	for _, r := range feed(t, e, Key{PID: 2, UUID: "GPU-a"}, time.Hour, bump, nil, nil) {
+		if r.Verdict == Leak {
+			t.Fatalf("a five-minute run of rising floors in noise was called a leak: %s", r.Reason)
 		}
 	}
 }
