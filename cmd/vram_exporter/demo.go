@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/clock"
 	"github.com/vram-exporter/vram_exporter/config"
+	"github.com/vram-exporter/vram_exporter/demo"
 	"github.com/vram-exporter/vram_exporter/push"
 	"github.com/vram-exporter/vram_exporter/state"
 )
@@ -23,7 +24,22 @@ type demoNode struct {
 	run   func(ctx context.Context, store *push.Store)
 }
 
-// newDemo builds the simulated node (demo mode).
+// newDemo builds the simulated node (demo mode): its clock runs demo.speed times faster
+// than the wall clock from now, so every loop of the daemon (NVML polling, the join,
+// push TTLs, trend buckets) runs in simulated time.
 func newDemo(cfg config.Config, logger *zap.Logger) (*demoNode, error) {
-	return nil, errors.New("demo mode is not available in this build")
+	d := cfg.Demo
+	clk := clock.NewScaled(clock.Real{}, time.Now(), d.Speed)
+	node, err := demo.New(demo.Config{GPUs: d.GPUs, GPUMemoryBytes: d.GPUMemoryBytes, Seed: d.Seed}, clk.Now())
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("simulated node ready: processes appear in the first simulated minute, verdicts after the trend warm-up",
+		zap.Strings("gpu_uuids", node.UUIDs()), zap.Duration("warm_up_real_time", time.Duration(float64(cfg.Trend.WarmUp)/d.Speed)))
+	return &demoNode{
+		clock: clk,
+		nvml:  node.NVML(),
+		facts: node,
+		run:   func(ctx context.Context, store *push.Store) { node.Run(ctx, clk, store) },
+	}, nil
 }
