@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -63,15 +64,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeJSON(w http.ResponseWriter, code int, body any) {
-	b, err := json.MarshalIndent(body, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // reasons hold "<" and "→"; nothing here is HTML
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(body); err != nil {
 		code = http.StatusInternalServerError
-		b, _ = json.Marshal(Error{Status: code, Error: "encoding response: " + err.Error()})
+		buf.Reset()
+		_ = enc.Encode(Error{Status: code, Error: "encoding response: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -52,6 +52,7 @@ func (c painter) paint(style, s string) string {
 // WriteJSON writes the report as one indented JSON document.
 func WriteJSON(w io.Writer, r Report) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
