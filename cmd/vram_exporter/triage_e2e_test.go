@@ -2,15 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/vram-exporter/vram_exporter/api"
+	"github.com/vram-exporter/vram_exporter/api/apitest"
 	"github.com/vram-exporter/vram_exporter/triage"
 )
 
@@ -174,4 +180,52 @@ func TestTriageUnreachableDaemon(t *testing.T) {
 func itoa(pid uint32) string {
 	b, _ := json.Marshal(pid)
 	return string(b)
+}
+
+// cancelAfter cancels a context once n JSON documents have been written.
+type cancelAfter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	n      int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p)
+	if strings.Count(c.buf.String(), "\n}\n") >= c.n {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+func TestTriageWatchRefreshesUntilCancelled(t *testing.T) {
+	var hits atomic.Int32
+	h := api.NewHandler(apitest.Static{V: apitest.View("node")}, api.Options{Node: "n"})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancelAfter{n: 3, cancel: cancel}
+	var errb bytes.Buffer
+	c := &triageCmd{url: srv.URL, watch: time.Millisecond, output: "json", timeout: 5 * time.Second}
+	if code := c.run(ctx, out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	dec := json.NewDecoder(&out.buf)
+	docs := 0
+	for dec.More() {
+		var r triage.Report
+		if err := dec.Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		docs++
+	}
+	if docs < 3 || hits.Load() < 9 {
+		t.Errorf("%d documents, %d requests; want ≥ 3 refreshes of 3 requests", docs, hits.Load())
+	}
 }
