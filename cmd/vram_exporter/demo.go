@@ -43,3 +43,13 @@ func newDemo(cfg config.Config, logger *zap.Logger) (*demoNode, error) {
 		run:   func(ctx context.Context, store *push.Store) { node.Run(ctx, clk, store) },
 	}, nil
 }
+
+// landingDescription is the landing page's description; in demo mode it says first, in
+// capitals, that nothing on the page comes from this machine.
+func landingDescription(cfg config.Config) string {
+	const desc = "GPU memory explained: NVML joined with pushed allocator stats, leak verdicts."
+	if cfg.Demo.Enabled {
+		return "DEMO MODE: simulated GPUs, processes and allocator stats, not this machine's. " + desc
+	}
+	return desc
+}

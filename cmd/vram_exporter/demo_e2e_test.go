@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/collector"
+	"github.com/vram-exporter/vram_exporter/config"
 )
 
 // The demo end-to-end tests run the real binary with --demo at 600×: ten simulated
@@ -208,4 +209,15 @@ func TestDemoVerdicts(t *testing.T) {
 	sort.Strings(pids)
 	t.Logf("PIDs with verdicts: %v", pids)
 	d.stop()
+}
+
+func TestLandingDescriptionSaysDemo(t *testing.T) {
+	cfg := config.Default()
+	if strings.Contains(landingDescription(cfg), "DEMO") {
+		t.Errorf("a real node's landing page mentions DEMO: %q", landingDescription(cfg))
+	}
+	cfg.Demo.Enabled = true
+	if !strings.HasPrefix(landingDescription(cfg), "DEMO MODE") {
+		t.Errorf("demo landing description %q does not start with DEMO MODE", landingDescription(cfg))
+	}
 }
