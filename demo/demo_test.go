@@ -12,7 +12,6 @@ import (
 
 	"github.com/vram-exporter/vram_exporter/clock"
 	"github.com/vram-exporter/vram_exporter/nvml"
-	"github.com/vram-exporter/vram_exporter/nvml/nvmltest"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
 	"github.com/vram-exporter/vram_exporter/state"
@@ -177,7 +176,7 @@ func (p *pipeline) step() *state.View {
 	return p.joiner.Tick()
 }
 
-func (p *pipeline) scenarioOf(v *state.View) map[uint32]Scenario {
+func (p *pipeline) scenarios() map[uint32]Scenario {
 	out := map[uint32]Scenario{}
 	for _, pr := range p.node.Processes() {
 		out[pr.PID] = pr.Scenario
@@ -196,11 +195,9 @@ func TestScenariosThroughTheRealJoin(t *testing.T) {
 	pidsSeen := map[Scenario]map[uint32]bool{}
 	exhaustionAt := map[int]int{} // GPU index → first second with a forecast
 	exhaustionN := map[int]int{}  // GPU index → seconds with a forecast
-	var last *state.View
 	for s := 1; s <= 75*60; s++ {
 		v := p.step()
-		last = v
-		scen := p.scenarioOf(v)
+		scen := p.scenarios()
 		for _, pr := range v.Processes {
 			sc, ok := scen[pr.PID]
 			if !ok {
@@ -292,16 +289,11 @@ func TestScenariosThroughTheRealJoin(t *testing.T) {
 	if st := p.store.Stats(); st.Expired != 0 {
 		t.Errorf("%d senders expired; the demo removes its connections", st.Expired)
 	}
-	// The OOMs and retries of the exhausted process were pushed before it went.
-	_ = last
 }
 
 // TestEveryMessageIsValidOnTheWire encodes the demo's messages as a client would and
 // decodes them with the daemon's strict decoder.
 func TestEveryMessageIsValidOnTheWire(t *testing.T) {
-	n, _ := New(h200s(4, 1), epoch)
-	var rs recStore
-	n.AdvanceTo(epoch.Add(70*time.Minute), &rs)
 	var st recStore
 	m2, _ := New(h200s(4, 1), epoch)
 	for s := 1; s <= 70*60; s++ {
@@ -399,5 +391,4 @@ func TestConfigSizesTheNode(t *testing.T) {
 			t.Errorf("GPU %d: total %d used %d reserved %d procs %d", i, g.Total, g.Used, g.DriverReserved, len(g.Procs))
 		}
 	}
-	_ = nvmltest.MiB
 }
