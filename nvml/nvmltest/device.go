@@ -1,6 +1,7 @@
 package nvmltest
 
 import (
+	"fmt"
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
@@ -33,6 +34,14 @@ func (d *device) begin(call string) (g *GPUSpec, m *MIGSpec, ret gonvml.Return) 
 		}
 		m = &g.MIG[d.slot]
 		uuid = m.UUID
+	}
+	if len(d.s.missing) > 0 && !d.s.hasSymbolLocked(call) {
+		// enterLocked would panic with the lock held, and device methods defer their
+		// unlock only after begin returns: every later call (Calls too) would deadlock.
+		d.s.calls[call]++
+		d.s.mu.Unlock()
+		panic(fmt.Sprintf("nvmltest: %s called but its symbol was removed; "+
+			"with the real libnvidia-ml this aborts the process (symbol lookup error)", call))
 	}
 	return g, m, d.s.enterLocked(call, uuid)
 }
