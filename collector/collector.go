@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
+	"github.com/vram-exporter/vram_exporter/analysis"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/push"
 	"github.com/vram-exporter/vram_exporter/state"
@@ -37,11 +38,12 @@ type PushStats interface {
 // prometheus.Gatherer: serve it next to a Registry (for the Go runtime and build info)
 // with Gatherers.
 type Collector struct {
-	views ViewSource
-	push  PushStats
-	log   *zap.Logger
-	now   func() time.Time
-	d     descs
+	views  ViewSource
+	push   PushStats
+	log    *zap.Logger
+	now    func() time.Time
+	margin uint64 // headroom safety margin, bytes
+	d      descs
 }
 
 // New returns a Collector reading views and, if not nil, push server stats.
@@ -49,8 +51,13 @@ func New(views ViewSource, ps PushStats, logger *zap.Logger) *Collector {
 	return &Collector{views: views, push: ps, log: logger, now: time.Now, d: newDescs()}
 }
 
-// WithNow replaces the clock used for ages (tests).
+// WithNow replaces the clock used for ages: tests, and demo mode, whose pushes carry
+// simulated time.
 func (c *Collector) WithNow(now func() time.Time) *Collector { c.now = now; return c }
+
+// WithHeadroomMargin sets the safety margin (bytes) kept free when counting how many
+// more workers fit on a GPU (headroom.safety_margin_bytes).
+func (c *Collector) WithHeadroomMargin(bytes uint64) *Collector { c.margin = bytes; return c }
 
 // Gather serialises the latest view into metric families, sorted by name.
 func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
@@ -66,6 +73,7 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 		{"runtime", c.collectRuntime},
 		{"push", c.collectPush},
 		{"trend", c.collectTrend},
+		{"capacity", c.collectCapacity},
 	}
 	for _, s := range sub {
 		start := time.Now()
@@ -280,6 +288,20 @@ func (c *Collector) collectTrend(e *emitter, v *state.View) bool {
 		if g.Trend.ExhaustionValid {
 			e.gauge(c.d.gpuExhaustion, g.Trend.ExhaustionSeconds, g.UUID, idx)
 		}
+	}
+	return true
+}
+
+// collectCapacity exports worker duplication and per-GPU headroom (package analysis):
+// the usual cause of out-of-memory when workers are added is one model copy per worker.
+func (c *Collector) collectCapacity(e *emitter, v *state.View) bool {
+	for _, g := range analysis.Duplicates(v) {
+		e.gauge(c.d.duplicates, float64(len(g.Workers)), g.UUID, g.GPU, g.Service, g.Basis)
+		e.gauge(c.d.duplicateBytes, float64(g.TotalBytes), g.UUID, g.GPU, g.Service, g.Basis)
+	}
+	for _, h := range analysis.HeadroomPerGPU(v, c.margin) {
+		e.gauge(c.d.headroom, float64(h.Workers), h.UUID, h.GPU)
+		e.gauge(c.d.largestWorker, float64(h.LargestWorkerBytes), h.UUID, h.GPU)
 	}
 	return true
 }

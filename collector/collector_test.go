@@ -161,6 +161,7 @@ func TestNVMLDownAndNoPushSocket(t *testing.T) {
 vram_nvml_up 0
 # HELP vram_collector_success 1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.
 # TYPE vram_collector_success gauge
+vram_collector_success{collector="capacity"} 1
 vram_collector_success{collector="gpu"} 1
 vram_collector_success{collector="nvml"} 0
 vram_collector_success{collector="process"} 1
@@ -253,5 +254,18 @@ func BenchmarkScrape(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadmeListsEveryMetric keeps the README's metrics table true to the code.
+func TestReadmeListsEveryMetric(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range MetricNames() {
+		if !strings.Contains(string(readme), "`"+n+"`") {
+			t.Errorf("README.md's metrics table lacks `%s`", n)
+		}
 	}
 }

@@ -33,6 +33,7 @@ type descs struct {
 	pushClientDropped, pushUnknownDevices                                *metricDesc
 	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *metricDesc
 	collectorSuccess, collectorDuration, demo                            *metricDesc
+	duplicates, duplicateBytes, headroom, largestWorker                  *metricDesc
 }
 
 // Every family is a gauge unless its name ends in _total.
@@ -93,6 +94,11 @@ func newDescs() descs {
 		gpuGrowthFit:  nd("gpu_growth_fit_ratio", "Fit quality (0..1) of the GPU's growth slope. From the daemon's own sampling.", "uuid", "gpu", "window"),
 		gpuExhaustion: nd("gpu_exhaustion_seconds", "Projected seconds until the GPU's memory is full at the short-window growth rate. Absent when memory is not growing with a good fit. From the daemon's own sampling.", gpuLabels...),
 
+		duplicates:     nd("worker_duplicates", "Workers of one service (client label service, else the same comm and cmdline: basis) on one GPU that each hold a similar footprint (within 10% of the group median): the model is loaded once per worker.", "uuid", "gpu", "service", "basis"),
+		duplicateBytes: nd("worker_duplicates_bytes", "GPU memory held together by the duplicated workers of vram_worker_duplicates.", "uuid", "gpu", "service", "basis"),
+		headroom:       nd("gpu_headroom_workers", "How many more workers of the largest per-process footprint on this GPU still fit in free memory after the safety margin (headroom.safety_margin_bytes). Absent for a GPU without processes.", gpuLabels...),
+		largestWorker:  nd("gpu_largest_worker_bytes", "Largest per-process footprint on the GPU (NVML used, else pushed reserved): the worker size vram_gpu_headroom_workers counts in.", gpuLabels...),
+
 		collectorSuccess:  nd("collector_success", "1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.", "collector"),
 		collectorDuration: nd("collector_duration_seconds", "Time the named collector took in this scrape.", "collector"),
 		demo:              nd("demo_mode", "1 when the daemon runs on a simulated node (demo mode): the data is NOT from real GPUs."),
@@ -110,6 +116,7 @@ func (d descs) all() []*metricDesc {
 		d.pushProcesses, d.pushAge, d.pushClientDropped, d.pushUnknownDevices,
 		d.growth, d.growthFit, d.verdict, d.gpuGrowth, d.gpuGrowthFit, d.gpuExhaustion,
 		d.collectorSuccess, d.collectorDuration, d.demo,
+		d.duplicates, d.duplicateBytes, d.headroom, d.largestWorker,
 	}
 	return out
 }

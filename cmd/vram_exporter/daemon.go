@@ -132,7 +132,8 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	if d.pushes != nil {
 		ps = d.pushes
 	}
-	d.gatherer = collector.Gatherers{d.reg, collector.New(d.joiner, ps, logger.Named("collector"))}
+	d.gatherer = collector.Gatherers{d.reg, collector.New(d.joiner, ps, logger.Named("collector")).
+		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes)}
 
 	var wg sync.WaitGroup
 	start := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
@@ -230,10 +231,11 @@ func (d *daemon) serveHTTP(ctx context.Context) error {
 	if cfg.Web.TelemetryPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        "vram_exporter",
-			Description: "GPU memory explained: NVML joined with pushed allocator stats, leak verdicts.",
+			Description: landingDescription(cfg),
 			Version:     version.Info(),
 			Links: []web.LandingLinks{
 				{Address: cfg.Web.TelemetryPath, Text: "Metrics"},
+				{Address: "/api/v1/status", Text: "JSON API", Description: "status, /api/v1/gpus, /api/v1/processes (docs/api.md)"},
 				{Address: "/-/healthy", Text: "Health"},
 			},
 		})
