@@ -10,7 +10,8 @@
 #           the CUDA context and library overhead.
 #   phase 3 (optional, TRACE_SECONDS>0): three serving loops (leaking, healthy with
 #           dynamic shapes, no inference_mode) push through the client while the daemon
-#           records a trace (--trace.record) for the leak-detection suite.
+#           records a trace (--trace.record) for the leak-detection suite; triage runs
+#           against the daemon while they do.
 #
 # usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] scripts/gpu-e2e.sh
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
@@ -87,6 +88,9 @@ if [ "$TRACE_SECONDS" -gt 0 ]; then
   done
   sleep $((TRACE_SECONDS - 5))
   scrape "$OUT/metrics-phase3.txt" # while the loops still run
+  echo "-- triage while the loops run"
+  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --no-color | tee "$OUT/triage.txt" || fail=1
+  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --output json > "$OUT/triage.json" || fail=1
   wait "${loops[@]}"
   cat "$OUT"/loop-*.log
   echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
