@@ -73,6 +73,11 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 	r := trace.NewReader(in)
 	last := map[key]trend.Verdict{}
 	seen := map[key]bool{}
+	type pidUUID struct {
+		pid  uint32
+		uuid string
+	}
+	lastStart := map[pidUUID]uint64{}
 	var lastSweep time.Time
 	for {
 		rec, err := r.Next()
@@ -90,7 +95,15 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 			p := rec.Process
 			t = p.T
 			sum.ProcessRecords++
-			k := key{p.PID, p.Start, p.UUID}
+			// A start of 0 is "unknown" (procfs unreadable as the process exits), not a
+			// new process: it continues the last known start of that (pid, uuid).
+			start := p.Start
+			if start == 0 {
+				start = lastStart[pidUUID{p.PID, p.UUID}]
+			} else {
+				lastStart[pidUUID{p.PID, p.UUID}] = start
+			}
+			k := key{p.PID, start, p.UUID}
 			if !seen[k] {
 				seen[k] = true
 				sum.Processes++
@@ -108,7 +121,7 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 				if at.IsZero() || !known {
 					at = p.T
 				}
-				fn(Change{T: at, PID: p.PID, Start: p.Start, UUID: p.UUID, Verdict: res.Verdict,
+				fn(Change{T: at, PID: p.PID, Start: start, UUID: p.UUID, Verdict: res.Verdict,
 					Previous: prev, Reason: res.Reason, Growth: res.Growth})
 			}
 		case rec.GPU != nil:

@@ -107,3 +107,20 @@ func TestRunErrors(t *testing.T) {
 		})
 	}
 }
+
+// A record without a start (procfs unreadable while the process exits) continues the
+// process; seen on a real-GPU trace, where it printed a second warming_up.
+func TestUnknownStartIsNotANewProcess(t *testing.T) {
+	in := strings.Join([]string{
+		`{"t":1000,"pid":7,"start":50,"uuid":"GPU-a","used":100}`,
+		`{"t":1001,"pid":7,"start":50,"uuid":"GPU-a","used":100}`,
+		`{"t":1002,"pid":7,"uuid":"GPU-a","used":100}`,
+	}, "\n")
+	var changes []Change
+	if _, err := Events(strings.NewReader(in), trend.DefaultConfig(), func(c Change) { changes = append(changes, c) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || changes[0].Start != 50 {
+		t.Fatalf("changes %+v, want one warming_up for start 50", changes)
+	}
+}
