@@ -465,8 +465,11 @@ func (e *Engine) judge(p *process, now time.Time) {
 	case allocFlat && sustained(colReserved):
 		v, reason = CacheGrowth, growthReason("reserved", p.grow[colReserved], now)+" while allocated is flat: the allocator cache is growing, normal if it plateaus"
 	default:
-		v, reason = Steady, fmt.Sprintf("no floor rising faster than %.2g MiB/min with fit ≥ %.2g for %s",
-			cfg.MinRate/MiBPerMinute, cfg.MinFit, cfg.MinDuration)
+		v, reason = Steady, fmt.Sprintf("no floor rising faster than %.2g MiB/min with fit ≥ %.2g",
+			cfg.MinRate/MiBPerMinute, cfg.MinFit)
+		if cfg.MinDuration > 0 {
+			reason += " for " + cfg.MinDuration.String()
+		}
 	}
 	e.setVerdict(p, now, v, reason, growth)
 }
@@ -513,8 +516,11 @@ func (e *Engine) track(g *growState, present bool, short, fast, long Growth, lon
 }
 
 func growthReason(what string, g growState, now time.Time) string {
-	return fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) for %s", what, g.slope/MiBPerMinute, g.fit,
-		now.Sub(g.since).Round(time.Second))
+	r := fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
+	if d := now.Sub(g.since).Round(time.Second); d > 0 {
+		return r + " for " + d.String()
+	}
+	return r + ", just detected"
 }
 
 func (e *Engine) warmUpReason(age time.Duration) string {
