@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -22,60 +18,13 @@ import (
 
 const demoSpeed = "600"
 
-// startDemoDaemon is startDaemon for demo mode. startDaemon's own flags cannot be
-// overridden (kingpin refuses a repeated flag) and its 100ms poll and 1s push TTL would
-// be 0.17ms and 1.7ms of real time at 600×, so this starts the binary with the demo's
-// own flags and otherwise the same plumbing.
+// startDemoDaemon is startDaemon for demo mode, with the demo's own flags: startDaemon's
+// 100ms poll and 1s push TTL would be 0.17ms and 1.7ms of real time at 600×.
 func startDemoDaemon(t *testing.T, extra ...string) *daemonProc {
 	t.Helper()
-	bin := buildBinary(t)
-	dir := t.TempDir()
-	d := &daemonProc{t: t, socket: filepath.Join(dir, "run", "push.sock"), done: make(chan error, 1)}
-	args := append([]string{
-		"--web.listen-address=127.0.0.1:0",
-		"--log.format=json", "--log.level=info",
-		"--push.socket=" + d.socket,
-		"--demo", "--demo.speed=" + demoSpeed,
+	return launch(t, func(string, string) []string {
+		return []string{"--log.level=info", "--demo", "--demo.speed=" + demoSpeed}
 	}, extra...)
-	d.cmd = exec.Command(bin, args...)
-	stderr, err := d.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				m = map[string]any{"raw": sc.Text()}
-			}
-			d.mu.Lock()
-			d.logs = append(d.logs, m)
-			d.mu.Unlock()
-			if m["msg"] == "listening" {
-				addrc <- m["address"].(string)
-			}
-		}
-	}()
-	go func() { d.done <- d.cmd.Wait() }()
-	t.Cleanup(func() {
-		if d.cmd.ProcessState == nil {
-			_ = d.cmd.Process.Kill()
-			<-d.done
-		}
-	})
-	select {
-	case d.addr = <-addrc:
-	case err := <-d.done:
-		t.Fatalf("demo daemon exited before listening: %v\nlogs: %v", err, d.logLines())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("demo daemon did not start listening; logs: %v", d.logLines())
-	}
-	return d
 }
 
 var typeLine = regexp.MustCompile(`(?m)^# TYPE (vram_\S+) `)

@@ -62,18 +62,26 @@ type daemonProc struct {
 // test behaves the same on a GPU machine and off it.
 func startDaemon(t *testing.T, extra ...string) *daemonProc {
 	t.Helper()
+	return launch(t, func(dir, socket string) []string {
+		return []string{
+			"--log.level=debug",
+			"--nvml.library-path=" + filepath.Join(dir, "no-such-libnvidia-ml.so.1"),
+			"--nvml.poll-interval=100ms",
+			"--push.ttl=1s",
+		}
+	}, extra...)
+}
+
+// launch starts the binary on a free loopback port with JSON logs and a push socket in
+// a temporary directory, plus the flags base returns (kingpin refuses a repeated flag,
+// so callers choose their base set) and extra, and waits until it listens.
+func launch(t *testing.T, base func(dir, socket string) []string, extra ...string) *daemonProc {
+	t.Helper()
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	d := &daemonProc{t: t, socket: filepath.Join(dir, "run", "push.sock"), done: make(chan error, 1)}
-	args := append([]string{
-		"--web.listen-address=127.0.0.1:0",
-		"--log.format=json", "--log.level=debug",
-		"--nvml.library-path=" + filepath.Join(dir, "no-such-libnvidia-ml.so.1"),
-		"--nvml.poll-interval=100ms",
-		"--push.socket=" + d.socket,
-		"--push.ttl=1s",
-	}, extra...)
-	d.cmd = exec.Command(bin, args...)
+	args := append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json", "--push.socket=" + d.socket}, base(dir, d.socket)...)
+	d.cmd = exec.Command(bin, append(args, extra...)...)
 	stderr, err := d.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
