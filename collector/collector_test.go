@@ -269,3 +269,22 @@ func TestReadmeListsEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGather is the exporter's own part of a scrape: building the families from the
+// view, without client_golang's text encoding (which BenchmarkScrape adds).
+func BenchmarkGather(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		pushed bool
+	}{{"nvml", false}, {"pushed", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := New(staticView{benchView(bc.pushed)}, staticPush{fixturePushStats()}, zap.NewNop())
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

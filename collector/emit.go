@@ -16,6 +16,9 @@ import (
 // maxLabels bounds the fixed-label families (vram_gpu_info has the most).
 const maxLabels = 9
 
+// slab is how many small series one block holds.
+const slab = 256
+
 // metricDesc is one fixed family: name, HELP, type and label names.
 type metricDesc struct {
 	name, help string
@@ -46,6 +49,8 @@ func newMetricDesc(name, help string, typ dto.MetricType, labels ...string) *met
 // serves the common families (≤ 5 labels) without carrying the widest one's slots.
 type series struct {
 	m      dto.Metric
+	gauge  dto.Gauge
+	count  dto.Counter
 	value  float64
 	pairs  [maxLabels]dto.LabelPair
 	ptrs   [maxLabels]*dto.LabelPair
@@ -54,6 +59,8 @@ type series struct {
 
 type small struct {
 	m      dto.Metric
+	gauge  dto.Gauge
+	count  dto.Counter
 	value  float64
 	pairs  [5]dto.LabelPair
 	ptrs   [5]*dto.LabelPair
@@ -62,7 +69,11 @@ type small struct {
 
 // emitter collects the series of one scrape, grouped by family in first-use order.
 type emitter struct {
-	fams  map[*metricDesc]*dto.MetricFamily
+	// Series are carved from slabs: a scrape allocates a few large blocks instead of
+	// one object per series, which halves the allocation and GC cost.
+	smalls []small
+	wides  []series
+	fams   map[*metricDesc]*dto.MetricFamily
 	order []*metricDesc
 	extra []*dto.MetricFamily // families with per-series label names (runtime info)
 }
@@ -84,17 +95,27 @@ func (e *emitter) add(d *metricDesc, v float64, lv []string) {
 	}
 	var (
 		m      *dto.Metric
+		gauge  *dto.Gauge
+		count  *dto.Counter
 		value  *float64
 		pairs  []dto.LabelPair
 		ptrs   []*dto.LabelPair
 		values []string
 	)
 	if len(d.perm) <= 5 {
-		s := new(small)
-		m, value, pairs, ptrs, values = &s.m, &s.value, s.pairs[:], s.ptrs[:], s.values[:]
+		if len(e.smalls) == cap(e.smalls) {
+			e.smalls = make([]small, 0, slab)
+		}
+		e.smalls = e.smalls[:len(e.smalls)+1]
+		s := &e.smalls[len(e.smalls)-1]
+		m, gauge, count, value, pairs, ptrs, values = &s.m, &s.gauge, &s.count, &s.value, s.pairs[:], s.ptrs[:], s.values[:]
 	} else {
-		s := new(series)
-		m, value, pairs, ptrs, values = &s.m, &s.value, s.pairs[:], s.ptrs[:], s.values[:]
+		if len(e.wides) == cap(e.wides) {
+			e.wides = make([]series, 0, slab/8)
+		}
+		e.wides = e.wides[:len(e.wides)+1]
+		s := &e.wides[len(e.wides)-1]
+		m, gauge, count, value, pairs, ptrs, values = &s.m, &s.gauge, &s.count, &s.value, s.pairs[:], s.ptrs[:], s.values[:]
 	}
 	*value = v
 	// Empty values stay in, as client_golang writes them: every series of a family has
@@ -106,12 +127,12 @@ func (e *emitter) add(d *metricDesc, v float64, lv []string) {
 		ptrs[i] = &pairs[i]
 	}
 	m.Label = ptrs[:n:n]
-	// The value lives in the same allocation; Gauge/Counter are tiny and allocated apart
-	// because only one of them is needed.
 	if d.typ == dto.MetricType_COUNTER {
-		m.Counter = &dto.Counter{Value: value}
+		count.Value = value
+		m.Counter = count
 	} else {
-		m.Gauge = &dto.Gauge{Value: value}
+		gauge.Value = value
+		m.Gauge = gauge
 	}
 	mf.Metric = append(mf.Metric, m)
 }
