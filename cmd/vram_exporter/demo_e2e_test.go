@@ -69,6 +69,12 @@ func TestDemoCoversEveryMetricFamily(t *testing.T) {
 			t.Errorf("demo /metrics lacks %q", want)
 		}
 	}
+	if code, page := d.get("/"); code != 200 || !strings.Contains(page, "DEMO MODE") {
+		t.Errorf("landing page (%d) does not say DEMO MODE", code)
+	}
+	if code, st := d.get("/api/v1/status"); code != 200 || !regexp.MustCompile(`"demo":\s*true`).MatchString(st) {
+		t.Errorf("/api/v1/status (%d) does not say demo: %s", code, st)
+	}
 	if v, _ := metricValue(last, "vram_push_unknown_devices"); v != "0" {
 		t.Errorf("vram_push_unknown_devices = %q: the demo pushes a UUID NVML does not serve", v)
 	}
