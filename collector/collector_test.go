@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 
+	"github.com/vram-exporter/vram_exporter/collector/collectortest"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/nvml/nvmltest"
 	"github.com/vram-exporter/vram_exporter/procinfo"
@@ -29,74 +30,24 @@ const (
 	gpuA = "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 )
 
-type staticView struct{ v *state.View }
-
-func (s staticView) Latest() *state.View { return s.v }
-
-type staticPush struct{ s push.Stats }
-
-func (s staticPush) Stats() push.Stats { return s.s }
+type staticView = collectortest.StaticView
+type staticPush = collectortest.StaticPush
 
 var now = time.Unix(1_700_000_000, 0)
 
-// fixtureView is a node with one GPU, a pushing torch process (with a nested KV cache),
-// an NVML-only process, and an NVML error counter.
-func fixtureView() *state.View {
-	return &state.View{
-		Time: now,
-		NVML: nvml.Snapshot{
-			Up: true, DriverVersion: "580.159.04", NVMLVersion: "13.580.159.04", PollDuration: 2 * time.Millisecond,
-			Errors: map[nvml.ErrorKey]uint64{{Call: "GetBAR1MemoryInfo", Error: "not_supported"}: 3},
-		},
-		GPUs: []state.GPU{{
-			GPU: nvml.GPU{Index: 0, UUID: gpuA, Name: "NVIDIA H200", PCIBusID: "00000000:18:00.0", MemoryAPI: "v2",
-				TotalBytes: 143771 * MiB, UsedBytes: 20 * GiB, FreeBytes: 143771*MiB - 20*GiB - 577*MiB, DriverReservedBytes: 577 * MiB,
-				BAR1Valid: true, BAR1TotalBytes: 256 * GiB, BAR1UsedBytes: 8 * MiB, GPUInstanceID: -1, ComputeInstanceID: -1},
-			HasTrend: true,
-			Trend: trend.GPUResult{Growth: []trend.Growth{{Series: "used", Window: "short", BytesPerSecond: 1 * MiB, Fit: 0.97, Valid: true}},
-				ExhaustionSeconds: 3600, ExhaustionValid: true},
-		}},
-		Processes: []state.Process{
-			{
-				PID: 4242, UUID: gpuA, GPU: "0", HasNVML: true, UsedBytes: 2 * GiB,
-				HasFacts: true, Facts: procinfo.Facts{PID: 4242, Comm: "python3", Cmdline: "python3 serve.py", RSSBytes: 3 * GiB,
-					StartTime: time.Unix(1_699_990_000, 0), ContainerID: "containerd://" + strings.Repeat("ab", 32), PodUID: "0f8b6a3e-1111-2222-3333-444455556666"},
-				Pushed:   true,
-				Runtimes: []state.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"}}},
-				Pools: []state.Pool{
-					{Name: "torch", Allocated: 1 * GiB, Reserved: 1536 * MiB, PeakAllocated: state.OptionalBytes{Value: 1200 * MiB, Set: true},
-						InactiveSplit: state.OptionalBytes{Value: 2 * MiB, Set: true}, AllocRetries: state.OptionalBytes{Value: 1, Set: true}, OOMs: state.OptionalBytes{Set: true}},
-					{Name: "vllm.kv_cache", Parent: "torch", Allocated: 512 * MiB, Reserved: 512 * MiB},
-				},
-				AllocatedBytes: 1 * GiB, ReservedBytes: 1536 * MiB, LastPush: now.Add(-2 * time.Second),
-				HasUnattributed: true, UnattributedBytes: 512 * MiB,
-				HasTrend: true, Trend: trend.Result{Verdict: trend.Leak, Growth: []trend.Growth{
-					{Series: "allocated", Window: "short", BytesPerSecond: 204800, Fit: 0.99, Valid: true},
-					{Series: "allocated", Window: "long", Valid: false},
-				}},
-			},
-			{PID: 5151, UUID: gpuA, GPU: "0", HasNVML: true, UsedBytes: 1 * GiB},
-		},
-		Senders: []push.Sender{{ConnID: 1, PID: 4242, LastSeen: now.Add(-2 * time.Second), Msg: push.Message{ClientDropped: 4}}},
-	}
-}
+func fixtureView() *state.View { return collectortest.Node(now, trend.Leak) }
 
-func fixturePushStats() push.Stats {
-	st := push.Stats{Connections: 1, ConnectionsAccepted: 3, MessagesAccepted: 100, BytesReceived: 50000,
-		Rejected: map[string]uint64{}, Disconnects: map[string]uint64{}}
-	st.Rejected["invalid_json"] = 2
-	return st
-}
+func fixturePushStats() push.Stats { return collectortest.PushStats() }
 
 func newTestRegistry(t testing.TB, v *state.View, ps PushStats) prometheus.Gatherer {
 	t.Helper()
-	return New(staticView{v}, ps, zap.NewNop()).WithNow(func() time.Time { return now })
+	return New(staticView{V: v}, ps, zap.NewNop()).WithNow(func() time.Time { return now })
 }
 
 // TestGolden compares the whole exposition (minus the per-scrape durations) with
 // testdata/golden.prom. Regenerate with: go test ./collector -run TestGolden -update
 func TestGolden(t *testing.T) {
-	reg := newTestRegistry(t, fixtureView(), staticPush{fixturePushStats()})
+	reg := newTestRegistry(t, fixtureView(), staticPush{S: fixturePushStats()})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +84,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestLintClean(t *testing.T) {
-	c := New(staticView{fixtureView()}, staticPush{fixturePushStats()}, zap.NewNop())
+	c := New(staticView{V: fixtureView()}, staticPush{S: fixturePushStats()}, zap.NewNop())
 	problems, err := testutil.GatherAndLint(c)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +132,7 @@ vram_collector_success{collector="trend"} 1
 }
 
 func TestEveryMetricHasHelpAndBaseUnits(t *testing.T) {
-	reg := newTestRegistry(t, fixtureView(), staticPush{fixturePushStats()})
+	reg := newTestRegistry(t, fixtureView(), staticPush{S: fixturePushStats()})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +193,7 @@ func BenchmarkScrape(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector())
-			c := New(staticView{benchView(bc.pushed)}, staticPush{fixturePushStats()}, zap.NewNop())
+			c := New(staticView{V: benchView(bc.pushed)}, staticPush{S: fixturePushStats()}, zap.NewNop())
 			h := promhttp.HandlerFor(Gatherers{reg, c}, promhttp.HandlerOpts{})
 			req := httptest.NewRequest("GET", "/metrics", nil)
 			b.ReportAllocs()
@@ -278,7 +229,7 @@ func BenchmarkGather(b *testing.B) {
 		pushed bool
 	}{{"nvml", false}, {"pushed", true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			c := New(staticView{benchView(bc.pushed)}, staticPush{fixturePushStats()}, zap.NewNop())
+			c := New(staticView{V: benchView(bc.pushed)}, staticPush{S: fixturePushStats()}, zap.NewNop())
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := c.Gather(); err != nil {

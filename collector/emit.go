@@ -74,8 +74,8 @@ type emitter struct {
 	smalls []small
 	wides  []series
 	fams   map[*metricDesc]*dto.MetricFamily
-	order []*metricDesc
-	extra []*dto.MetricFamily // families with per-series label names (runtime info)
+	order  []*metricDesc
+	extra  []*dto.MetricFamily // families with per-series label names (runtime info)
 }
 
 func newEmitter() *emitter {
