@@ -360,17 +360,22 @@ func cmpDelay(a, b time.Duration) int {
 func alerting(v trend.Verdict) bool { return v == trend.Leak || v == trend.UnattributedGrowth }
 
 func load(path string, l Label, cfg trend.Config) (loaded, error) {
-	ld := loaded{label: l, raw: map[seriesKey][]rawSample{}}
 	rc, err := open(path)
 	if err != nil {
-		return ld, err
+		return loaded{label: l}, err
 	}
 	defer rc.Close()
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, rc); err != nil {
-		return ld, fmt.Errorf("reading %s: %w", path, err)
+		return loaded{label: l}, fmt.Errorf("reading %s: %w", path, err)
 	}
-	data := buf.Bytes()
+	return loadData(buf.Bytes(), l, cfg)
+}
+
+// loadData replays one trace's bytes through the engine and keeps its raw used samples.
+func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
+	ld := loaded{label: l, raw: map[seriesKey][]rawSample{}}
+	var err error
 
 	// The trace's first record is its time origin; the onset is relative to it.
 	var origin time.Time

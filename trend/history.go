@@ -268,3 +268,33 @@ func (h *history) longSpan(c int) time.Duration {
 	}
 	return time.Duration(h.last-first) * h.bucket
 }
+
+// highs counts the buckets among the newest n of column c that set a new maximum over
+// the older ones in those n (the first present one does not count).
+func (h *history) highs(c int, n int64) int64 {
+	if !h.started {
+		return 0
+	}
+	ring := int64(len(h.idx))
+	var count int64
+	hi := math.NaN()
+	for b := h.last - n + 1; b <= h.last; b++ {
+		s := int(((b % ring) + ring) % ring)
+		if h.idx[s] != b {
+			continue
+		}
+		v := h.cols[c][s]
+		if math.IsNaN(v) {
+			continue
+		}
+		if math.IsNaN(hi) {
+			hi = v
+			continue
+		}
+		if v > hi {
+			count++
+			hi = v
+		}
+	}
+	return count
+}

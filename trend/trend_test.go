@@ -302,3 +302,91 @@ func TestFastWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUForecastWarmUp: a GPU whose server warms its cache up (steps in the first
+// minutes, then flat) gets no forecast at any time; a steady leak gets one within a
+// short window of its onset, and, from the first sample, once the warm-up is over.
+func TestGPUForecastWarmUp(t *testing.T) {
+	const gib = 1024 * mib
+	const total = 140 * gib
+	cfg := DefaultConfig()
+	warm := func(el time.Duration) float64 { // 0.9 GiB in six steps over 3 minutes, then flat
+		v := float64(2 * gib)
+		for i := range 6 {
+			if el >= time.Duration(i)*30*time.Second {
+				v += 150 * mib
+			}
+		}
+		return v
+	}
+	tests := []struct {
+		name      string
+		used      func(time.Duration) float64
+		wantFirst time.Duration // -1: never
+	}{
+		{name: "cache warm-up then plateau", used: warm, wantFirst: -1},
+		{name: "leak of 50 MiB/min from minute 30", used: func(el time.Duration) float64 {
+			return warm(el) + math.Max(el.Minutes()-30, 0)*50*mib
+		}, wantFirst: 30*time.Minute + cfg.ShortWindow},
+		{name: "leak of 20 MiB/min from the start", used: func(el time.Duration) float64 {
+			return warm(el) + el.Minutes()*20*mib
+		}, wantFirst: cfg.WarmUp + time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := NewEngine(cfg)
+			first := time.Duration(-1)
+			for el := time.Duration(0); el <= time.Hour; el += 5 * time.Second {
+				r := e.ObserveGPU(GPUSample{UUID: "GPU-a", T: t0.Add(el), Used: tc.used(el), Total: total})
+				if r.ExhaustionValid && first < 0 {
+					first = el
+				}
+				if r.ExhaustionValid && el < cfg.WarmUp {
+					t.Fatalf("forecast at %s, during the %s warm-up", el, cfg.WarmUp)
+				}
+			}
+			switch {
+			case tc.wantFirst < 0 && first >= 0:
+				t.Errorf("forecast at %s on a GPU that stops growing", first)
+			case tc.wantFirst >= 0 && (first < 0 || first > tc.wantFirst):
+				t.Errorf("first forecast at %s, want by %s", first, tc.wantFirst)
+			}
+		})
+	}
+}
+
+// TestUsedOnlyTwoSteps: a process that pushes no allocator stats, whose NVML used bytes
+// step up twice after the warm-up (the cache's high-water mark catching up with rarer,
+// larger requests), is not a leak, although two steps in a window fit a line at R² up to
+// 0.889; the same rise as a line, or as a staircase of small steps, is.
+func TestUsedOnlyTwoSteps(t *testing.T) {
+	const gib = 1024 * mib
+	tests := []struct {
+		name     string
+		used     func(time.Duration) float64
+		wantLeak bool
+	}{
+		{name: "two steps", used: func(el time.Duration) float64 {
+			return step(gib, 30*mib, 14*time.Minute)(el) + step(0, 30*mib, 17*time.Minute+30*time.Second)(el)
+		}},
+		{name: "line", used: line(gib, 10*mib, 12*time.Minute), wantLeak: true},
+		{name: "staircase, a step every 2 minutes", used: func(el time.Duration) float64 {
+			if el < 12*time.Minute {
+				return gib
+			}
+			return gib + 20*mib*math.Floor((el-12*time.Minute).Minutes()/2+1)
+		}, wantLeak: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := NewEngine(DefaultConfig())
+			leak := false
+			for _, r := range feed(t, e, Key{PID: 1, UUID: "GPU-a"}, 40*time.Minute, nil, nil, tc.used) {
+				leak = leak || r.Verdict == Leak
+			}
+			if leak != tc.wantLeak {
+				t.Errorf("leak seen = %v, want %v", leak, tc.wantLeak)
+			}
+		})
+	}
+}
