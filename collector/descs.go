@@ -92,7 +92,7 @@ func newDescs() descs {
 		verdict:       nd("leak_verdict", "Leak verdict for a process on one GPU: 1 for the current verdict, 0 for the others (leak, cache_growth, unattributed_growth, steady, warming_up). From the daemon's own sampling.", verdictLabels...),
 		gpuGrowth:     nd("gpu_growth_bytes_per_second", "Growth slope of the GPU's used memory over the short or long window, fitted on the per-bucket floor. From the daemon's own sampling.", "uuid", "gpu", "window"),
 		gpuGrowthFit:  nd("gpu_growth_fit_ratio", "Fit quality (0..1) of the GPU's growth slope. From the daemon's own sampling.", "uuid", "gpu", "window"),
-		gpuExhaustion: nd("gpu_exhaustion_seconds", "Projected seconds until the GPU's memory is full at the short-window growth rate. Absent when memory is not growing with a good fit. From the daemon's own sampling.", gpuLabels...),
+		gpuExhaustion: nd("gpu_exhaustion_seconds", "Projected seconds until the GPU's memory is full at its current growth rate (the fitted slope of the used floor). Absent when memory is not growing with a good fit, and during the trend warm-up after the daemon starts. From the daemon's own sampling.", gpuLabels...),
 
 		duplicates:     nd("worker_duplicates", "Workers of one service (client label service, else the same comm and cmdline: basis) on one GPU that each hold a similar footprint (within 10% of the group median): the model is loaded once per worker.", "uuid", "gpu", "service", "basis"),
 		duplicateBytes: nd("worker_duplicates_bytes", "GPU memory held together by the duplicated workers of vram_worker_duplicates.", "uuid", "gpu", "service", "basis"),
