@@ -6,9 +6,9 @@
 package collector
 
 import (
-	"errors"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,8 +35,8 @@ type PushStats interface {
 }
 
 // Collector exports every vram_* metric of the joined view. It is a
-// prometheus.Gatherer: serve it next to a Registry (for the Go runtime and build info)
-// with Gatherers.
+// prometheus.Gatherer; the daemon serves it through Transactional, next to a Registry
+// for the Go runtime and build info.
 type Collector struct {
 	views  ViewSource
 	push   PushStats
@@ -59,10 +59,14 @@ func (c *Collector) WithNow(now func() time.Time) *Collector { c.now = now; retu
 // more workers fit on a GPU (headroom.safety_margin_bytes).
 func (c *Collector) WithHeadroomMargin(bytes uint64) *Collector { c.margin = bytes; return c }
 
-// Gather serialises the latest view into metric families, sorted by name.
+// Gather serialises the latest view into metric families, sorted by name. The families
+// are the caller's (tests, other gatherers); the daemon uses Transactional instead.
 func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
+	return c.gather(newEmitter()), nil
+}
+
+func (c *Collector) gather(e *emitter) []*dto.MetricFamily {
 	v := c.views.Latest()
-	e := newEmitter()
 	sub := []struct {
 		name string
 		fn   func(*emitter, *state.View) bool
@@ -83,27 +87,40 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 	}
 	e.gauge(c.d.demo, b2f(v.Demo))
 	c.collectRuntimeInfo(e, v)
-	return e.families(), nil
+	return e.families()
 }
 
-// Gatherers concatenates gatherers whose families do not overlap (the vram_* families
-// and a Registry's go_*, process_* and build info), without prometheus.Gatherers'
-// per-series consistency hashing, which would cost more than building the series.
-type Gatherers []prometheus.Gatherer
+// Transactional serves /metrics: the vram_* families built into a pooled emitter (its
+// memory is reused once promhttp has encoded them, signalled by done) plus Others' (the
+// Go runtime, process and build info Registry). Use it with
+// promhttp.HandlerForTransactional.
+type Transactional struct {
+	C      *Collector
+	Others prometheus.Gatherer
+	pool   *sync.Pool
+}
 
-// Gather implements prometheus.Gatherer.
-func (gs Gatherers) Gather() ([]*dto.MetricFamily, error) {
-	var out []*dto.MetricFamily
-	var errs []error
-	for _, g := range gs {
-		mfs, err := g.Gather()
-		if err != nil {
-			errs = append(errs, err)
-		}
-		out = append(out, mfs...)
+// NewTransactional returns the daemon's gatherer.
+func NewTransactional(c *Collector, others prometheus.Gatherer) Transactional {
+	return Transactional{C: c, Others: others, pool: &sync.Pool{New: func() any { return newEmitter() }}}
+}
+
+// Gather implements prometheus.TransactionalGatherer. The families are valid until done
+// is called. The vram_* families and Others' must not share names (they do not: vram_*
+// against go_*, process_*, promhttp_* and vram_exporter_build_info), so they are
+// concatenated without prometheus.Gatherers' per-series consistency hashing.
+func (t Transactional) Gather() ([]*dto.MetricFamily, func(), error) {
+	e := t.pool.Get().(*emitter)
+	e.reset()
+	mfs := t.C.gather(e)
+	var err error
+	if t.Others != nil {
+		var others []*dto.MetricFamily
+		others, err = t.Others.Gather()
+		mfs = append(mfs, others...)
+		sort.Slice(mfs, func(a, b int) bool { return mfs[a].GetName() < mfs[b].GetName() })
 	}
-	sort.Slice(out, func(a, b int) bool { return out[a].GetName() < out[b].GetName() })
-	return out, errors.Join(errs...)
+	return mfs, func() { t.pool.Put(e) }, err
 }
 
 func (c *Collector) collectNVML(e *emitter, v *state.View) bool {

@@ -70,12 +70,15 @@ type small struct {
 // emitter collects the series of one scrape, grouped by family in first-use order.
 type emitter struct {
 	// Series are carved from slabs: a scrape allocates a few large blocks instead of
-	// one object per series, which halves the allocation and GC cost.
-	smalls []small
-	wides  []series
+	// one object per series, and a pooled emitter (Transactional) reuses them, so a
+	// scrape allocates almost nothing and leaves the GC nothing to do.
+	smalls [][]small
+	wides  [][]series
+	sb, wb int // current block of each
 	fams   map[*metricDesc]*dto.MetricFamily
 	order  []*metricDesc
 	extra  []*dto.MetricFamily // families with per-series label names (runtime info)
+	out    []*dto.MetricFamily
 }
 
 func newEmitter() *emitter {
@@ -91,6 +94,8 @@ func (e *emitter) add(d *metricDesc, v float64, lv []string) {
 		name, help, typ := d.name, d.help, d.typ
 		mf = &dto.MetricFamily{Name: &name, Help: &help, Type: &typ}
 		e.fams[d] = mf
+	}
+	if len(mf.Metric) == 0 {
 		e.order = append(e.order, d)
 	}
 	var (
@@ -103,18 +108,10 @@ func (e *emitter) add(d *metricDesc, v float64, lv []string) {
 		values []string
 	)
 	if len(d.perm) <= 5 {
-		if len(e.smalls) == cap(e.smalls) {
-			e.smalls = make([]small, 0, slab)
-		}
-		e.smalls = e.smalls[:len(e.smalls)+1]
-		s := &e.smalls[len(e.smalls)-1]
+		s := carve(&e.smalls, &e.sb, slab)
 		m, gauge, count, value, pairs, ptrs, values = &s.m, &s.gauge, &s.count, &s.value, s.pairs[:], s.ptrs[:], s.values[:]
 	} else {
-		if len(e.wides) == cap(e.wides) {
-			e.wides = make([]series, 0, slab/8)
-		}
-		e.wides = e.wides[:len(e.wides)+1]
-		s := &e.wides[len(e.wides)-1]
+		s := carve(&e.wides, &e.wb, slab/8)
 		m, gauge, count, value, pairs, ptrs, values = &s.m, &s.gauge, &s.count, &s.value, s.pairs[:], s.ptrs[:], s.values[:]
 	}
 	*value = v
@@ -137,13 +134,50 @@ func (e *emitter) add(d *metricDesc, v float64, lv []string) {
 	mf.Metric = append(mf.Metric, m)
 }
 
+// carve returns the next zeroed element of the block list, adding a block of n when the
+// current one is full.
+func carve[T any](blocks *[][]T, cur *int, n int) *T {
+	for {
+		if *cur == len(*blocks) {
+			*blocks = append(*blocks, make([]T, 0, n))
+		}
+		b := &(*blocks)[*cur]
+		if len(*b) < cap(*b) {
+			*b = (*b)[:len(*b)+1]
+			p := &(*b)[len(*b)-1]
+			var zero T
+			*p = zero // a reused slot must not carry the last scrape's fields
+			return p
+		}
+		*cur++
+	}
+}
+
+// reset empties the emitter for the next scrape, keeping its blocks and families.
+func (e *emitter) reset() {
+	for i := range e.smalls {
+		e.smalls[i] = e.smalls[i][:0]
+	}
+	for i := range e.wides {
+		e.wides[i] = e.wides[i][:0]
+	}
+	e.sb, e.wb = 0, 0
+	for _, d := range e.order {
+		mf := e.fams[d]
+		clear(mf.Metric)
+		mf.Metric = mf.Metric[:0]
+	}
+	e.order = e.order[:0]
+	e.extra = nil
+}
+
 func (e *emitter) gauge(d *metricDesc, v float64, lv ...string) { e.add(d, v, lv) }
 
 func (e *emitter) counter(d *metricDesc, v float64, lv ...string) { e.add(d, v, lv) }
 
 // families returns the non-empty families sorted by name.
 func (e *emitter) families() []*dto.MetricFamily {
-	out := make([]*dto.MetricFamily, 0, len(e.order)+len(e.extra))
+	out := e.out[:0]
 	for _, d := range e.order {
 		mf := e.fams[d]
 		// Series in label-value order, as client_golang writes them: a stable
@@ -153,6 +187,7 @@ func (e *emitter) families() []*dto.MetricFamily {
 	}
 	out = append(out, e.extra...)
 	sort.Slice(out, func(a, b int) bool { return out[a].GetName() < out[b].GetName() })
+	e.out = out
 	return out
 }
 

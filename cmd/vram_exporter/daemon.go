@@ -62,7 +62,7 @@ type daemon struct {
 	joiner *state.Joiner
 	reg    *prometheus.Registry
 	// gatherer serves /metrics: the vram_* families from the view plus reg's.
-	gatherer prometheus.Gatherer
+	gatherer prometheus.TransactionalGatherer
 }
 
 func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
@@ -132,8 +132,8 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	if d.pushes != nil {
 		ps = d.pushes
 	}
-	d.gatherer = collector.Gatherers{d.reg, collector.New(d.joiner, ps, logger.Named("collector")).
-		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes)}
+	d.gatherer = collector.NewTransactional(collector.New(d.joiner, ps, logger.Named("collector")).
+		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes), d.reg)
 
 	var wg sync.WaitGroup
 	start := func(f func()) { wg.Add(1); go func() { defer wg.Done(); f() }() }
@@ -219,7 +219,7 @@ func trendConfig(cfg config.Config) trend.Config {
 func (d *daemon) serveHTTP(ctx context.Context) error {
 	cfg := d.cfg
 	mux := http.NewServeMux()
-	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerFor(d.gatherer, promhttp.HandlerOpts{
+	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(d.reg, promhttp.HandlerForTransactional(d.gatherer, promhttp.HandlerOpts{
 		ErrorLog:            zap.NewStdLog(d.log.Named("promhttp")),
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 8,
