@@ -91,23 +91,8 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		facts = r
 	}
 
-	d.poller = nvml.NewPoller(lib, nvml.Options{Interval: cfg.NVML.PollInterval, Clock: clk}, logger.Named("nvml"))
-
-	var pushSource state.PushSource
-	if cfg.Push.Socket != "" || sim != nil {
-		d.store = push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, clk)
-		pushSource = d.store
-	}
-	if cfg.Push.Socket != "" {
-		var err error
-		d.pushes, err = listenPush(cfg, d.store, clk, logger.Named("push"))
-		if err != nil {
-			return err
-		}
-	} else {
-		logger.Info("push socket disabled (push.socket is empty): no allocator stats are received")
-	}
-
+	// Everything that can fail on bad settings comes before the push socket is created,
+	// so a failed start leaves no socket file behind.
 	engine, err := trend.NewEngine(trendConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("trend settings: %w", err)
@@ -117,6 +102,22 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		return err
 	}
 	defer closeRecorder()
+
+	d.poller = nvml.NewPoller(lib, nvml.Options{Interval: cfg.NVML.PollInterval, Clock: clk}, logger.Named("nvml"))
+
+	var pushSource state.PushSource
+	if cfg.Push.Socket != "" || sim != nil {
+		d.store = push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, clk)
+		pushSource = d.store
+	}
+	if cfg.Push.Socket != "" {
+		d.pushes, err = listenPush(cfg, d.store, clk, logger.Named("push"))
+		if err != nil {
+			return err
+		}
+	} else {
+		logger.Info("push socket disabled (push.socket is empty): no allocator stats are received")
+	}
 
 	d.joiner = state.New(d.poller, pushSource, facts, state.Options{
 		Interval: cfg.NVML.PollInterval, Clock: clk, Trend: engine, Recorder: recorder, Demo: sim != nil,

@@ -282,3 +282,22 @@ func TestSecondDaemonDoesNotStealTheSocket(t *testing.T) {
 	first.waitMetrics("first daemon still serving", func(string) bool { return true })
 	first.stop()
 }
+
+// A busy HTTP port is a clear error (exit 1) and leaves no push socket behind.
+func TestBusyPortFailsCleanly(t *testing.T) {
+	first := startDaemon(t)
+	socket := filepath.Join(t.TempDir(), "push.sock")
+	out, err := exec.Command(buildBinary(t), "--web.listen-address="+first.addr, "--push.socket="+socket,
+		"--nvml.library-path=/nonexistent/libnvidia-ml.so.1").CombinedOutput()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("daemon on a busy port: err=%v, want exit 1\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "cannot listen on --web.listen-address") {
+		t.Errorf("the error does not name the flag:\n%s", out)
+	}
+	if _, err := os.Stat(socket); !os.IsNotExist(err) {
+		t.Errorf("push socket left behind after a failed start: %v", err)
+	}
+	first.stop()
+}
