@@ -218,21 +218,33 @@ def _cuda_context_active(ordinal):
 # was given no explicit runtime.
 
 
-class _TorchSource(object):
-    """PyTorch caching allocator, one pool "torch" per CUDA device with state."""
+class _FrameworkSource(object):
+    """Base of the framework adapters: the runtime name and version come from the
+    framework's module, and only once the caller has imported it (we never import it)."""
 
-    def __init__(self, pool="torch"):
+    module = None  # the sys.modules name, also the runtime name
+
+    def __init__(self, pool):
         self.pool = pool
-        self._uuids = {}
 
     @property
     def runtime(self):
-        return "torch" if "torch" in sys.modules else None
+        return self.module if self.module in sys.modules else None
 
     @property
     def runtime_version(self):
-        t = sys.modules.get("torch")
-        return str(getattr(t, "__version__", "")) if t is not None else None
+        m = sys.modules.get(self.module)
+        return str(getattr(m, "__version__", "")) if m is not None else None
+
+
+class _TorchSource(_FrameworkSource):
+    """PyTorch caching allocator, one pool "torch" per CUDA device with state."""
+
+    module = "torch"
+
+    def __init__(self, pool="torch"):
+        _FrameworkSource.__init__(self, pool)
+        self._uuids = {}
 
     def _uuid(self, cuda, i):
         u = self._uuids.get(i)
@@ -283,18 +295,11 @@ def torch_source(pool="torch"):
     return _TorchSource(pool)
 
 
-class _JaxSource(object):
+class _JaxSource(_FrameworkSource):
+    module = "jax"
+
     def __init__(self, pool="jax"):
-        self.pool = pool
-
-    @property
-    def runtime(self):
-        return "jax" if "jax" in sys.modules else None
-
-    @property
-    def runtime_version(self):
-        j = sys.modules.get("jax")
-        return str(getattr(j, "__version__", "")) if j is not None else None
+        _FrameworkSource.__init__(self, pool)
 
     def __call__(self):
         jax = sys.modules.get("jax")
@@ -337,19 +342,12 @@ def jax_source(pool="jax"):
     return _JaxSource(pool)
 
 
-class _CupySource(object):
+class _CupySource(_FrameworkSource):
+    module = "cupy"
+
     def __init__(self, pool="cupy"):
-        self.pool = pool
+        _FrameworkSource.__init__(self, pool)
         self._uuids = {}
-
-    @property
-    def runtime(self):
-        return "cupy" if "cupy" in sys.modules else None
-
-    @property
-    def runtime_version(self):
-        c = sys.modules.get("cupy")
-        return str(getattr(c, "__version__", "")) if c is not None else None
 
     def _uuid(self, cupy, i):
         u = self._uuids.get(i)
