@@ -15,18 +15,18 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
-	"github.com/vram-exporter/vram_exporter/analysis"
+	"github.com/vram-exporter/vram_exporter/capacity"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 const namespace = "vram"
 
 // ViewSource gives the latest joined view.
 type ViewSource interface {
-	Latest() *state.View
+	Latest() *join.View
 }
 
 // PushStats gives the push server's counters; nil when the socket is disabled.
@@ -69,7 +69,7 @@ func (c *Collector) gather(e *emitter) []*dto.MetricFamily {
 	v := c.views.Latest()
 	sub := []struct {
 		name string
-		fn   func(*emitter, *state.View) bool
+		fn   func(*emitter, *join.View) bool
 	}{
 		{"nvml", c.collectNVML},
 		{"gpu", c.collectGPUs},
@@ -123,7 +123,7 @@ func (t Transactional) Gather() ([]*dto.MetricFamily, func(), error) {
 	return mfs, func() { t.pool.Put(e) }, err
 }
 
-func (c *Collector) collectNVML(e *emitter, v *state.View) bool {
+func (c *Collector) collectNVML(e *emitter, v *join.View) bool {
 	s := v.NVML
 	e.gauge(c.d.nvmlUp, b2f(s.Up))
 	if s.Up {
@@ -146,7 +146,7 @@ func (c *Collector) collectNVML(e *emitter, v *state.View) bool {
 	return s.Up
 }
 
-func (c *Collector) collectGPUs(e *emitter, v *state.View) bool {
+func (c *Collector) collectGPUs(e *emitter, v *join.View) bool {
 	for _, g := range v.GPUs {
 		idx := strconv.Itoa(g.Index)
 		migMode := "disabled"
@@ -158,7 +158,7 @@ func (c *Collector) collectGPUs(e *emitter, v *state.View) bool {
 		gauge(e, c.d.gpuTotal, g.TotalBytes, g.UUID, idx)
 		gauge(e, c.d.gpuUsed, g.UsedBytes, g.UUID, idx)
 		gauge(e, c.d.gpuFree, g.FreeBytes, g.UUID, idx)
-		if g.MemoryAPI == "v2" {
+		if g.MemoryAPI == nvml.MemoryAPIv2 {
 			gauge(e, c.d.gpuDriverReserved, g.DriverReservedBytes, g.UUID, idx)
 		}
 		if g.BAR1Valid {
@@ -169,7 +169,7 @@ func (c *Collector) collectGPUs(e *emitter, v *state.View) bool {
 	return true
 }
 
-func (c *Collector) collectProcesses(e *emitter, v *state.View) bool {
+func (c *Collector) collectProcesses(e *emitter, v *join.View) bool {
 	seen := map[uint32]bool{}
 	for i := range v.Processes {
 		p := &v.Processes[i]
@@ -194,7 +194,7 @@ func (c *Collector) collectProcesses(e *emitter, v *state.View) bool {
 	return v.ProcfsErrors == 0
 }
 
-func (c *Collector) collectRuntime(e *emitter, v *state.View) bool {
+func (c *Collector) collectRuntime(e *emitter, v *join.View) bool {
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if !p.Pushed {
@@ -221,7 +221,7 @@ func (c *Collector) collectRuntime(e *emitter, v *state.View) bool {
 	return true
 }
 
-func (c *Collector) collectPush(e *emitter, v *state.View) bool {
+func (c *Collector) collectPush(e *emitter, v *join.View) bool {
 	now := c.now()
 	type perPID struct {
 		last    time.Time
@@ -272,7 +272,7 @@ func (c *Collector) collectPush(e *emitter, v *state.View) bool {
 	return true
 }
 
-func (c *Collector) collectTrend(e *emitter, v *state.View) bool {
+func (c *Collector) collectTrend(e *emitter, v *join.View) bool {
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if !p.HasTrend {
@@ -311,12 +311,12 @@ func (c *Collector) collectTrend(e *emitter, v *state.View) bool {
 
 // collectCapacity exports worker duplication and per-GPU headroom (package analysis):
 // the usual cause of out-of-memory when workers are added is one model copy per worker.
-func (c *Collector) collectCapacity(e *emitter, v *state.View) bool {
-	for _, g := range analysis.Duplicates(v) {
+func (c *Collector) collectCapacity(e *emitter, v *join.View) bool {
+	for _, g := range capacity.Duplicates(v) {
 		e.gauge(c.d.duplicates, float64(len(g.Workers)), g.UUID, g.GPU, g.Service, g.Basis)
 		e.gauge(c.d.duplicateBytes, float64(g.TotalBytes), g.UUID, g.GPU, g.Service, g.Basis)
 	}
-	for _, h := range analysis.HeadroomPerGPU(v, c.margin) {
+	for _, h := range capacity.HeadroomPerGPU(v, c.margin) {
 		e.gauge(c.d.headroom, float64(h.Workers), h.UUID, h.GPU)
 		e.gauge(c.d.largestWorker, float64(h.LargestWorkerBytes), h.UUID, h.GPU)
 	}
@@ -325,7 +325,7 @@ func (c *Collector) collectCapacity(e *emitter, v *state.View) bool {
 
 func gauge(e *emitter, d *metricDesc, v uint64, lv ...string) { e.gauge(d, float64(v), lv...) }
 
-func optGauge(e *emitter, d *metricDesc, o state.OptionalBytes, lv ...string) {
+func optGauge(e *emitter, d *metricDesc, o join.OptionalBytes, lv ...string) {
 	if o.Set {
 		gauge(e, d, o.Value, lv...)
 	}
@@ -346,3 +346,58 @@ func optInt(i int) string {
 }
 
 func pidLabel(pid uint32) string { return strconv.FormatUint(uint64(pid), 10) }
+
+// collectRuntimeInfo exports vram_runtime_info, whose label names include the clients'
+// own labels (service, model, …). They differ per sender; the protocol bounds their
+// names, count and length.
+func (c *Collector) collectRuntimeInfo(e *emitter, v *join.View) {
+	type key struct {
+		pid                   uint32
+		name, version, labels string
+	}
+	var mf *dto.MetricFamily
+	seen := map[key]bool{}
+	for i := range v.Processes {
+		p := &v.Processes[i]
+		for _, rt := range p.Runtimes {
+			pairs := map[string]string{"pid": pidLabel(p.PID), "runtime": rt.Name, "runtime_version": rt.Version}
+			var client []string
+			for n, val := range rt.Labels {
+				if _, clash := pairs[n]; clash || val == "" {
+					continue // the protocol forbids these; defensive for hand-built views
+				}
+				pairs[n] = val
+				client = append(client, n)
+			}
+			// The de-duplication key is built from the client labels alone: slicing the
+			// sorted list of all names would drop a client label that sorts before pid
+			// (app, env, model) and merge two reporters of one process.
+			sort.Strings(client)
+			ls := ""
+			for _, n := range client {
+				ls += n + "=" + pairs[n] + "\x00"
+			}
+			names := append([]string{"pid", "runtime", "runtime_version"}, client...)
+			sort.Strings(names)
+			k := key{p.PID, rt.Name, rt.Version, ls}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if mf == nil {
+				name, help, typ := namespace+"_runtime_info", "Runtime of a pushing process with its client labels (service, model, …); always 1.", dto.MetricType_GAUGE
+				mf = &dto.MetricFamily{Name: &name, Help: &help, Type: &typ}
+			}
+			m := &dto.Metric{Gauge: &dto.Gauge{Value: new(float64)}}
+			*m.Gauge.Value = 1
+			for _, n := range names {
+				n, val := n, pairs[n]
+				m.Label = append(m.Label, &dto.LabelPair{Name: &n, Value: &val})
+			}
+			mf.Metric = append(mf.Metric, m)
+		}
+	}
+	if mf != nil {
+		e.extra = append(e.extra, mf)
+	}
+}

@@ -17,12 +17,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/collector/collectortest"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/nvml/nvmltest"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 const (
@@ -36,11 +36,11 @@ type staticPush = collectortest.StaticPush
 
 var now = time.Unix(1_700_000_000, 0)
 
-func fixtureView() *state.View { return collectortest.Node(now, trend.Leak) }
+func fixtureView() *join.View { return collectortest.Node(now, trend.Leak) }
 
 func fixturePushStats() push.Stats { return collectortest.PushStats() }
 
-func newTestRegistry(t testing.TB, v *state.View, ps PushStats) prometheus.Gatherer {
+func newTestRegistry(t testing.TB, v *join.View, ps PushStats) prometheus.Gatherer {
 	t.Helper()
 	return New(staticView{V: v}, ps, zap.NewNop()).WithNow(func() time.Time { return now })
 }
@@ -105,7 +105,7 @@ func TestLintClean(t *testing.T) {
 }
 
 func TestNVMLDownAndNoPushSocket(t *testing.T) {
-	v := &state.View{Time: now}
+	v := &join.View{Time: now}
 	reg := newTestRegistry(t, v, nil)
 	want := `
 # HELP vram_nvml_up 1 if NVML is initialised and the last poll enumerated the GPUs, 0 if NVML is unavailable (no driver, library not found, driver gone).
@@ -154,23 +154,23 @@ func TestEveryMetricHasHelpAndBaseUnits(t *testing.T) {
 
 // benchView is 8 H200s × 64 processes, every process also pushing a torch pool with
 // trend results: the scrape the issue's target is about.
-func benchView(pushed bool) *state.View {
-	v := &state.View{Time: now, NVML: nvml.Snapshot{Up: true, DriverVersion: "580", NVMLVersion: "13"}}
+func benchView(pushed bool) *join.View {
+	v := &join.View{Time: now, NVML: nvml.Snapshot{Up: true, DriverVersion: "580", NVMLVersion: "13"}}
 	for gi, g := range nvmltest.H200s(8, 64) {
 		uuid := "GPU-" + strconv.Itoa(gi) + "-bench"
-		v.GPUs = append(v.GPUs, state.GPU{GPU: nvml.GPU{Index: gi, UUID: uuid, Name: "NVIDIA H200", MemoryAPI: "v2",
+		v.GPUs = append(v.GPUs, join.GPU{GPU: nvml.GPU{Index: gi, UUID: uuid, Name: "NVIDIA H200", MemoryAPI: "v2",
 			TotalBytes: g.Total, UsedBytes: g.Used, BAR1Valid: true}, HasTrend: true})
 		for _, p := range g.Procs {
 			if !pushed {
-				v.Processes = append(v.Processes, state.Process{PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
+				v.Processes = append(v.Processes, join.Process{PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
 					HasFacts: true, Facts: procinfo.Facts{PID: p.PID, Comm: "python3", RSSBytes: GiB, StartTime: now}})
 				continue
 			}
-			v.Processes = append(v.Processes, state.Process{
+			v.Processes = append(v.Processes, join.Process{
 				PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
 				HasFacts: true, Facts: procinfo.Facts{PID: p.PID, Comm: "python3", RSSBytes: GiB},
-				Pushed: true, Runtimes: []state.Runtime{{Name: "torch", Version: "2.11", Labels: map[string]string{"service": "s"}}},
-				Pools:          []state.Pool{{Name: "torch", Allocated: p.Used / 2, Reserved: p.Used * 3 / 4}},
+				Pushed: true, Runtimes: []join.Runtime{{Name: "torch", Version: "2.11", Labels: map[string]string{"service": "s"}}},
+				Pools:          []join.Pool{{Name: "torch", Allocated: p.Used / 2, Reserved: p.Used * 3 / 4}},
 				AllocatedBytes: p.Used / 2, ReservedBytes: p.Used * 3 / 4, HasUnattributed: true, UnattributedBytes: int64(p.Used / 4),
 				HasTrend: true, Trend: trend.Result{Verdict: trend.Steady, Growth: []trend.Growth{
 					{Series: "allocated", Window: "short", Valid: true}, {Series: "reserved", Window: "short", Valid: true},
@@ -295,5 +295,27 @@ func TestConcurrentScrapesShareNothing(t *testing.T) {
 		if got := <-errs; got != "" {
 			t.Fatalf("a concurrent scrape differs from a lone one (%d vs %d bytes)", len(got), len(want))
 		}
+	}
+}
+
+// Two reporters in one process that differ only in a client label sorting before "pid"
+// (app, env, model) are two series, not one: the de-duplication key once dropped such
+// labels.
+func TestRuntimeInfoKeepsLabelsSortingBeforePID(t *testing.T) {
+	v := &join.View{Time: now, Processes: []join.Process{{
+		PID: 7, UUID: gpuA,
+		Runtimes: []join.Runtime{
+			{Name: "torch", Version: "2.11", Labels: map[string]string{"model": "a", "service": "s"}},
+			{Name: "torch", Version: "2.11", Labels: map[string]string{"model": "b", "service": "s"}},
+		},
+	}}}
+	want := `
+# HELP vram_runtime_info Runtime of a pushing process with its client labels (service, model, …); always 1.
+# TYPE vram_runtime_info gauge
+vram_runtime_info{model="a",pid="7",runtime="torch",runtime_version="2.11",service="s"} 1
+vram_runtime_info{model="b",pid="7",runtime="torch",runtime_version="2.11",service="s"} 1
+`
+	if err := testutil.GatherAndCompare(newTestRegistry(t, v, nil), strings.NewReader(want), "vram_runtime_info"); err != nil {
+		t.Fatal(err)
 	}
 }

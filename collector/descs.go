@@ -6,7 +6,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/vram-exporter/vram_exporter/state"
 )
 
 // Label sets. pid is inherent to per-process metrics; every other label is bounded
@@ -105,7 +104,7 @@ func newDescs() descs {
 	}
 }
 
-// all lists the fixed descriptors (Describe) in a stable order.
+// all lists the fixed descriptors in a stable order (runtime_info, whose label names vary per sender, is not among them).
 func (d descs) all() []*metricDesc {
 	out := []*metricDesc{
 		d.nvmlUp, d.nvmlInfo, d.nvmlPollDuration, d.nvmlErrors,
@@ -130,54 +129,4 @@ func MetricNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// collectRuntimeInfo exports vram_runtime_info, whose label names include the clients'
-// own labels (service, model, …). They differ per sender; the protocol bounds their
-// names, count and length.
-func (c *Collector) collectRuntimeInfo(e *emitter, v *state.View) {
-	type key struct {
-		pid                   uint32
-		name, version, labels string
-	}
-	var mf *dto.MetricFamily
-	seen := map[key]bool{}
-	for i := range v.Processes {
-		p := &v.Processes[i]
-		for _, rt := range p.Runtimes {
-			pairs := map[string]string{"pid": pidLabel(p.PID), "runtime": rt.Name, "runtime_version": rt.Version}
-			names := []string{"pid", "runtime", "runtime_version"}
-			ls := ""
-			for n, val := range rt.Labels {
-				if _, clash := pairs[n]; clash || val == "" {
-					continue // the protocol forbids these; defensive for hand-built views
-				}
-				pairs[n] = val
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names[3:] {
-				ls += n + "=" + pairs[n] + "\x00"
-			}
-			k := key{p.PID, rt.Name, rt.Version, ls}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if mf == nil {
-				name, help, typ := namespace+"_runtime_info", "Runtime of a pushing process with its client labels (service, model, …); always 1.", dto.MetricType_GAUGE
-				mf = &dto.MetricFamily{Name: &name, Help: &help, Type: &typ}
-			}
-			m := &dto.Metric{Gauge: &dto.Gauge{Value: new(float64)}}
-			*m.Gauge.Value = 1
-			for _, n := range names {
-				n, val := n, pairs[n]
-				m.Label = append(m.Label, &dto.LabelPair{Name: &n, Value: &val})
-			}
-			mf.Metric = append(mf.Metric, m)
-		}
-	}
-	if mf != nil {
-		e.extra = append(e.extra, mf)
-	}
 }

@@ -11,11 +11,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -134,7 +134,7 @@ type pipeline struct {
 	node   *Node
 	store  *push.Store
 	poller *nvml.Poller
-	joiner *state.Joiner
+	joiner *join.Joiner
 	cancel context.CancelFunc
 }
 
@@ -162,14 +162,14 @@ func newPipeline(t *testing.T, cfg Config) *pipeline {
 		t.Fatal(err)
 	}
 	store := push.NewStore(push.DefaultTTL, 0, clk)
-	j := state.New(poller, store, node, state.Options{Interval: time.Second, Clock: clk, Trend: engine, Demo: true}, zap.NewNop())
+	j := join.New(poller, store, node, join.Options{Interval: time.Second, Clock: clk, Trend: engine, Demo: true}, zap.NewNop())
 	p := &pipeline{t: t, clk: clk, node: node, store: store, poller: poller, joiner: j, cancel: cancel}
 	t.Cleanup(cancel)
 	return p
 }
 
 // step advances one simulated second and returns the joined view.
-func (p *pipeline) step() *state.View {
+func (p *pipeline) step() *join.View {
 	p.clk.Advance(time.Second)
 	p.node.AdvanceTo(p.clk.Now(), p.store)
 	p.poller.Poll()

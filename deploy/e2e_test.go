@@ -25,7 +25,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // Test scale. The end-to-end test runs the shipped rules file in a real Prometheus after

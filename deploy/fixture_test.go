@@ -9,7 +9,7 @@ import (
 
 	"github.com/vram-exporter/vram_exporter/collector"
 	"github.com/vram-exporter/vram_exporter/collector/collectortest"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // The exporter's real collectors over the complete fixture node of collectortest.

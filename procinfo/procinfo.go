@@ -1,4 +1,4 @@
-// Package procinfo is the room for process facts read from procfs: the name,
+// Package procinfo reads process facts from procfs: the name,
 // short command line, start time, host RSS, container ID and Kubernetes pod
 // UID of the processes NVML reports on a GPU.
 //

@@ -1,4 +1,4 @@
-// Package push is the room where serving processes hand their allocator's view of GPU
+// Package push is where serving processes hand their allocator's view of GPU
 // memory to the daemon: the unix SOCK_SEQPACKET server, the strict decoder of the v1
 // protocol (docs/protocol.md) and the bounded per-connection Store. It knows nothing of
 // Prometheus: it exposes plain Stats and Snapshot structs that the collector turns into

@@ -1,4 +1,4 @@
-// Package triage is the on-call room: it reads a daemon's JSON API (never its
+// Package triage is the on-call command: it reads a daemon's JSON API (never its
 // internals), ranks processes by risk and explains each in one line of plain words,
 // as a table for people or a stable JSON document (docs/triage.md) for scripts.
 package triage

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/api"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 // Report is the triage of one node: the JSON output of `vram_exporter triage
@@ -258,10 +257,10 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 		dup = duplicateWords(d.Service, d.Workers, d.MedianBytes, gpuName(p.GPU, p.UUID))
 	}
 
-	switch trend.Verdict(verdict) {
-	case trend.Leak:
+	switch api.Verdict(verdict) {
+	case api.VerdictLeak:
 		switch {
-		case key != nil && key.Series == trend.SeriesAllocated:
+		case key != nil && key.Series == api.SeriesAllocated:
 			parts = append(parts, fmt.Sprintf("allocated has grown %s for %s %s: %s",
 				rateText(key.BytesPerSecond), durationWords(age()), fitWords(key.Fit), leakCause))
 		case key != nil:
@@ -270,14 +269,14 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 		default:
 			parts = append(parts, "leak: "+t.Reason)
 		}
-	case trend.UnattributedGrowth:
+	case api.VerdictUnattributedGrowth:
 		rate := ""
 		if key != nil {
 			rate = " " + rateText(key.BytesPerSecond)
 		}
 		parts = append(parts, fmt.Sprintf("memory outside the allocator (used − reserved) has grown%s for %s while allocated stayed flat: %s",
 			rate, durationWords(age()), outsideWhy))
-	case trend.CacheGrowth:
+	case api.VerdictCacheGrowth:
 		if key != nil && plateaued(t.Growth, key) {
 			parts = append(parts, fmt.Sprintf("reserved grew %s while allocated stayed flat and has plateaued: an allocator cache, not a leak (%s)",
 				rateText(key.BytesPerSecond), cacheCure))
@@ -289,9 +288,9 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 			parts = append(parts, fmt.Sprintf("reserved grows%s for %s while allocated stays flat: an allocator cache, not a leak unless it never plateaus (%s)",
 				rate, durationWords(age()), cacheCure))
 		}
-	case trend.WarmingUp, trend.Steady:
+	case api.VerdictWarmingUp, api.VerdictSteady:
 		var s string
-		if verdict == string(trend.WarmingUp) {
+		if verdict == string(api.VerdictWarmingUp) {
 			s = fmt.Sprintf("warming up: first seen %s ago, no verdict until the warm-up ends (loading a model grows memory legitimately)", durationWords(age()))
 		} else {
 			s = fmt.Sprintf("steady for %s", durationWords(age()))
@@ -329,11 +328,11 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 // plateaued: the short window's reserved slope is well below the slope that earned the
 // verdict, so the cache has stopped growing.
 func plateaued(growth []api.Growth, key *api.Growth) bool {
-	if key.Window == trend.WindowShort {
+	if key.Window == api.WindowShort {
 		return false
 	}
 	for _, g := range growth {
-		if g.Series == key.Series && g.Window == trend.WindowShort && g.Valid {
+		if g.Series == key.Series && g.Window == api.WindowShort && g.Valid {
 			return g.BytesPerSecond < key.BytesPerSecond/4
 		}
 	}

@@ -4,12 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/vram-exporter/vram_exporter/api"
 	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 // ANSI SGR sequences; used only when the caller asks for colour (a terminal).
@@ -25,16 +24,16 @@ const (
 )
 
 func verdictColor(v string) string {
-	switch trend.Verdict(v) {
-	case trend.Leak:
+	switch api.Verdict(v) {
+	case api.VerdictLeak:
 		return ansiBold + ansiRed
-	case trend.UnattributedGrowth:
+	case api.VerdictUnattributedGrowth:
 		return ansiMag
-	case trend.CacheGrowth:
+	case api.VerdictCacheGrowth:
 		return ansiYellow
-	case trend.WarmingUp:
+	case api.VerdictWarmingUp:
 		return ansiCyan
-	case trend.Steady:
+	case api.VerdictSteady:
 		return ansiGreen
 	}
 	return ""
@@ -171,7 +170,7 @@ func growthCell(p Process) string {
 		return "-"
 	}
 	r := *p.GrowthBytesPerSecond
-	if risk(p.Verdict) > risk(string(trend.CacheGrowth)) && r < 0.5*trend.MiBPerMinute {
+	if risk(p.Verdict) > risk(string(api.VerdictCacheGrowth)) && r < 0.5*api.MiBPerMinute {
 		return "flat"
 	}
 	s := rateText(r)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/vram-exporter/vram_exporter/apiserver"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,8 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vram-exporter/vram_exporter/api"
-	"github.com/vram-exporter/vram_exporter/api/apitest"
+	"github.com/vram-exporter/vram_exporter/apiserver/apitest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -23,8 +23,8 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 // client, so the goldens cover the wire format too.
 func fetch(t *testing.T, fixture string) Snapshot {
 	t.Helper()
-	srv := httptest.NewServer(api.NewHandler(apitest.Static{V: apitest.View(fixture)},
-		api.Options{SafetyMarginBytes: 2 * apitest.GiB, Node: "gpu-node-7", Version: "1.0.0"}))
+	srv := httptest.NewServer(apiserver.NewHandler(apitest.Static{V: apitest.View(fixture)},
+		apiserver.Options{SafetyMarginBytes: 2 * apitest.GiB, Node: "gpu-node-7", Version: "1.0.0"}))
 	defer srv.Close()
 	s, err := (&Client{BaseURL: srv.URL}).Fetch(context.Background())
 	if err != nil {
@@ -188,7 +188,7 @@ func TestFetchErrors(t *testing.T) {
 }
 
 func TestBasicAuthIsSent(t *testing.T) {
-	h := api.NewHandler(apitest.Static{V: apitest.View("empty")}, api.Options{})
+	h := apiserver.NewHandler(apitest.Static{V: apitest.View("empty")}, apiserver.Options{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "oncall" || p != "s3cret" {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)

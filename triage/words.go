@@ -2,11 +2,10 @@ package triage
 
 import (
 	"fmt"
+	"github.com/vram-exporter/vram_exporter/api"
 	"math"
 	"strings"
 	"time"
-
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 var units = []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
@@ -127,16 +126,16 @@ func shortContainer(id string) string {
 
 // risk orders verdicts, most urgent first.
 func risk(verdict string) int {
-	switch trend.Verdict(verdict) {
-	case trend.Leak:
+	switch api.Verdict(verdict) {
+	case api.VerdictLeak:
 		return 0
-	case trend.UnattributedGrowth:
+	case api.VerdictUnattributedGrowth:
 		return 1
-	case trend.CacheGrowth:
+	case api.VerdictCacheGrowth:
 		return 2
-	case trend.WarmingUp:
+	case api.VerdictWarmingUp:
 		return 3
-	case trend.Steady:
+	case api.VerdictSteady:
 		return 4
 	}
 	return 5

@@ -2,7 +2,7 @@
 // detector against the PromQL deriv() baseline on it (docs/leak-detection.md).
 //
 //	go run ./cmd/vram_eval              # print the report
-//	go run ./cmd/vram_eval -generate    # rewrite eval/testdata from the seeded generator
+//	go run ./cmd/vram_eval -generate    # rewrite leak/eval/testdata from the seeded generator
 package main
 
 import (
@@ -11,8 +11,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/vram-exporter/vram_exporter/eval"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/eval"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -20,7 +20,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vram_eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", "eval/testdata", "directory holding labels.json and the traces")
+	dir := fs.String("dir", "leak/eval/testdata", "directory holding labels.json and the traces")
 	generate := fs.Bool("generate", false, "rewrite the synthetic traces and labels in -dir, then report")
 	show := fs.String("replay", "", "print the verdict changes of one labelled trace (by name) as a table, instead of the report")
 	if err := fs.Parse(args); err != nil {

@@ -27,11 +27,11 @@ import (
 	"github.com/vram-exporter/vram_exporter/clock"
 	"github.com/vram-exporter/vram_exporter/collector"
 	"github.com/vram-exporter/vram_exporter/config"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 // runDaemon wires the sources, the join and the readers, serves HTTP until ctx is done,
@@ -59,7 +59,7 @@ type daemon struct {
 	poller *nvml.Poller
 	store  *push.Store
 	pushes *push.Server
-	joiner *state.Joiner
+	joiner *join.Joiner
 	reg    *prometheus.Registry
 	// gatherer serves /metrics: the vram_* families from the view plus reg's.
 	gatherer prometheus.TransactionalGatherer
@@ -72,7 +72,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 
 	d := &daemon{cfg: cfg, log: logger}
 	var clk clock.Clock = clock.Real{}
-	var facts state.FactsReader
+	var facts join.FactsReader
 	lib := nvml.Open(cfg.NVML.LibraryPath)
 	var sim *demoNode
 	if cfg.Demo.Enabled {
@@ -105,7 +105,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 
 	d.poller = nvml.NewPoller(lib, nvml.Options{Interval: cfg.NVML.PollInterval, Clock: clk}, logger.Named("nvml"))
 
-	var pushSource state.PushSource
+	var pushSource join.PushSource
 	if cfg.Push.Socket != "" || sim != nil {
 		d.store = push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, clk)
 		pushSource = d.store
@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		logger.Info("push socket disabled (push.socket is empty): no allocator stats are received")
 	}
 
-	d.joiner = state.New(d.poller, pushSource, facts, state.Options{
+	d.joiner = join.New(d.poller, pushSource, facts, join.Options{
 		Interval: cfg.NVML.PollInterval, Clock: clk, Trend: engine, Recorder: recorder, Demo: sim != nil,
 	}, logger.Named("state"))
 

@@ -10,8 +10,8 @@ import (
 	"github.com/vram-exporter/vram_exporter/clock"
 	"github.com/vram-exporter/vram_exporter/config"
 	"github.com/vram-exporter/vram_exporter/demo"
+	"github.com/vram-exporter/vram_exporter/join"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
 )
 
 // demoNode is what demo mode swaps in for the real sources: a simulated NVML, process
@@ -20,7 +20,7 @@ import (
 type demoNode struct {
 	clock clock.Clock
 	nvml  gonvml.Interface
-	facts state.FactsReader
+	facts join.FactsReader
 	run   func(ctx context.Context, store *push.Store)
 }
 

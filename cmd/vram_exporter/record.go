@@ -8,12 +8,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/config"
-	"github.com/vram-exporter/vram_exporter/state"
+	"github.com/vram-exporter/vram_exporter/join"
 )
 
 // openRecorder opens --trace.record for appending (a restart must not wipe the trace of
 // an incident) and bounds it by --trace.max-bytes including what the file already holds.
-func openRecorder(cfg config.Config, logger *zap.Logger) (state.Recorder, func(), error) {
+func openRecorder(cfg config.Config, logger *zap.Logger) (join.Recorder, func(), error) {
 	path := cfg.Trace.Record
 	if path == "" {
 		return nil, func() {}, nil
@@ -34,7 +34,7 @@ func openRecorder(cfg config.Config, logger *zap.Logger) (state.Recorder, func()
 	}
 	logger.Info("recording a trace of every sample", zap.String("path", path), zap.Int64("bytes_left", left))
 	buf := bufio.NewWriterSize(f, 64<<10)
-	return state.NewTraceRecorder(buf, left), func() {
+	return join.NewTraceRecorder(buf, left), func() {
 		if err := buf.Flush(); err != nil {
 			logger.Warn("flushing the trace file", zap.Error(err))
 		}

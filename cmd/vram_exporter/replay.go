@@ -9,7 +9,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/vram-exporter/vram_exporter/config"
-	"github.com/vram-exporter/vram_exporter/replay"
+	"github.com/vram-exporter/vram_exporter/leak/replay"
 )
 
 type replayCmd struct {

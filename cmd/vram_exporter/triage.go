@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/vram-exporter/vram_exporter/apiserver"
 	"io"
 	"net/http"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 
-	"github.com/vram-exporter/vram_exporter/api"
 	"github.com/vram-exporter/vram_exporter/triage"
 )
 
@@ -147,7 +147,7 @@ func newAPIHandler(d *daemon) http.Handler {
 	if err != nil {
 		node = ""
 	}
-	return api.NewHandler(d.joiner, api.Options{
+	return apiserver.NewHandler(d.joiner, apiserver.Options{
 		SafetyMarginBytes: d.cfg.Headroom.SafetyMarginBytes,
 		Node:              node,
 		Version:           version.Version,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/vram-exporter/vram_exporter/apiserver"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +17,7 @@ import (
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/api"
-	"github.com/vram-exporter/vram_exporter/api/apitest"
+	"github.com/vram-exporter/vram_exporter/apiserver/apitest"
 	"github.com/vram-exporter/vram_exporter/triage"
 )
 
@@ -202,7 +203,7 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 
 func TestTriageWatchRefreshesUntilCancelled(t *testing.T) {
 	var hits atomic.Int32
-	h := api.NewHandler(apitest.Static{V: apitest.View("node")}, api.Options{Node: "n"})
+	h := apiserver.NewHandler(apitest.Static{V: apitest.View("node")}, apiserver.Options{Node: "n"})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		h.ServeHTTP(w, r)

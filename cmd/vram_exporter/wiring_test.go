@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/vram-exporter/vram_exporter/config"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // The config's trend defaults are the tuned ones of the trend package (see

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 const (
@@ -22,10 +22,10 @@ const (
 )
 
 // StaticView serves one view.
-type StaticView struct{ V *state.View }
+type StaticView struct{ V *join.View }
 
 // Latest implements the collector's ViewSource.
-func (s StaticView) Latest() *state.View { return s.V }
+func (s StaticView) Latest() *join.View { return s.V }
 
 // StaticPush serves fixed push statistics.
 type StaticPush struct{ S push.Stats }
@@ -36,16 +36,16 @@ func (s StaticPush) Stats() push.Stats { return s.S }
 // Node is one GPU with NVML data and a forecast, a pushing torch process (every optional
 // pool field, a nested KV cache pool, the given verdict), an NVML-only process, NVML
 // error counters and a push sender.
-func Node(now time.Time, verdict trend.Verdict) *state.View {
-	set := func(v uint64) state.OptionalBytes { return state.OptionalBytes{Value: v, Set: true} }
-	return &state.View{
+func Node(now time.Time, verdict trend.Verdict) *join.View {
+	set := func(v uint64) join.OptionalBytes { return join.OptionalBytes{Value: v, Set: true} }
+	return &join.View{
 		Time: now,
 		NVML: nvml.Snapshot{
 			Up: true, DriverVersion: "580.159.04", NVMLVersion: "13.580.159.04", PollDuration: 2 * time.Millisecond,
 			Errors: map[nvml.ErrorKey]uint64{{Call: "GetBAR1MemoryInfo", Error: "not_supported"}: 3},
 		},
-		GPUs: []state.GPU{{
-			GPU: nvml.GPU{Index: 0, UUID: GPU, Name: "NVIDIA H200", PCIBusID: "00000000:18:00.0", MemoryAPI: "v2",
+		GPUs: []join.GPU{{
+			GPU: nvml.GPU{Index: 0, UUID: GPU, Name: "NVIDIA H200", PCIBusID: "00000000:18:00.0", MemoryAPI: nvml.MemoryAPIv2,
 				TotalBytes: 143771 * mib, UsedBytes: 20 * gib, FreeBytes: 143771*mib - 20*gib - 577*mib, DriverReservedBytes: 577 * mib,
 				BAR1Valid: true, BAR1TotalBytes: 256 * gib, BAR1UsedBytes: 8 * mib, GPUInstanceID: -1, ComputeInstanceID: -1},
 			HasTrend: true,
@@ -54,14 +54,14 @@ func Node(now time.Time, verdict trend.Verdict) *state.View {
 				{Series: "used", Window: "long", BytesPerSecond: 1 * mib, Fit: 0.95, Valid: true},
 			}, ExhaustionSeconds: 3600, ExhaustionValid: true},
 		}},
-		Processes: []state.Process{
+		Processes: []join.Process{
 			{
 				PID: 4242, UUID: GPU, GPU: "0", HasNVML: true, UsedBytes: 2 * gib,
 				HasFacts: true, Facts: procinfo.Facts{PID: 4242, Comm: "python3", Cmdline: "python3 serve.py", RSSBytes: 3 * gib,
 					StartTime: now.Add(-time.Hour), ContainerID: "containerd://" + strings.Repeat("ab", 32), PodUID: "0f8b6a3e-1111-2222-3333-444455556666"},
 				Pushed:   true,
-				Runtimes: []state.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"}}},
-				Pools: []state.Pool{
+				Runtimes: []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"}}},
+				Pools: []join.Pool{
 					{Name: "torch", Allocated: 1 * gib, Reserved: 1536 * mib, PeakAllocated: set(1200 * mib), Active: set(1100 * mib),
 						InactiveSplit: set(2 * mib), Limit: set(100 * gib), AllocRetries: set(1), OOMs: set(0)},
 					{Name: "vllm.kv_cache", Parent: "torch", Allocated: 512 * mib, Reserved: 512 * mib},

@@ -1,4 +1,4 @@
-package state
+package join
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 // NVMLSource gives the latest driver snapshot without calling NVML.

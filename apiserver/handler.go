@@ -1,20 +1,21 @@
-package api
+package apiserver
 
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/vram-exporter/vram_exporter/api"
 	"math"
 	"net/http"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/analysis"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/capacity"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
-// ViewSource gives the latest joined view (the daemon's state.Joiner).
+// ViewSource gives the latest joined view (the daemon's join.Joiner).
 type ViewSource interface {
-	Latest() *state.View
+	Latest() *join.View
 }
 
 // Options configure the handler.
@@ -38,16 +39,16 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var build func(*state.View) any
+	var build func(*join.View) any
 	switch r.URL.Path {
-	case PathStatus:
-		build = func(v *state.View) any { return BuildStatus(v, h.opts) }
-	case PathGPUs:
-		build = func(v *state.View) any { return BuildGPUs(v, h.opts.SafetyMarginBytes) }
-	case PathProcesses:
-		build = func(v *state.View) any { return BuildProcesses(v) }
+	case api.PathStatus:
+		build = func(v *join.View) any { return BuildStatus(v, h.opts) }
+	case api.PathGPUs:
+		build = func(v *join.View) any { return BuildGPUs(v, h.opts.SafetyMarginBytes) }
+	case api.PathProcesses:
+		build = func(v *join.View) any { return BuildProcesses(v) }
 	default:
-		writeError(w, http.StatusNotFound, "no such API path "+r.URL.Path+"; try "+PathStatus+", "+PathGPUs+" or "+PathProcesses)
+		writeError(w, http.StatusNotFound, "no such API path "+r.URL.Path+"; try "+api.PathStatus+", "+api.PathGPUs+" or "+api.PathProcesses)
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -71,7 +72,7 @@ func writeJSON(w http.ResponseWriter, code int, body any) {
 	if err := enc.Encode(body); err != nil {
 		code = http.StatusInternalServerError
 		buf.Reset()
-		_ = enc.Encode(Error{Status: code, Error: "encoding response: " + err.Error()})
+		_ = enc.Encode(api.Error{Status: code, Error: "encoding response: " + err.Error()})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -80,12 +81,12 @@ func writeJSON(w http.ResponseWriter, code int, body any) {
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, Error{Status: code, Error: msg})
+	writeJSON(w, code, api.Error{Status: code, Error: msg})
 }
 
 // BuildStatus converts a view into the /api/v1/status response.
-func BuildStatus(v *state.View, opts Options) Status {
-	return Status{
+func BuildStatus(v *join.View, opts Options) api.Status {
+	return api.Status{
 		Time: v.Time.UTC(), Node: opts.Node, Version: opts.Version, Demo: v.Demo,
 		NVMLUp: v.NVML.Up, DriverVersion: v.NVML.DriverVersion, NVMLVersion: v.NVML.NVMLVersion,
 		GPUs: len(v.GPUs), Processes: len(v.Processes), PushSenders: len(v.Senders),
@@ -94,10 +95,10 @@ func BuildStatus(v *state.View, opts Options) Status {
 }
 
 // BuildGPUs converts a view into the /api/v1/gpus response.
-func BuildGPUs(v *state.View, marginBytes uint64) GPUs {
-	out := GPUs{Time: v.Time.UTC(), Demo: v.Demo, NVMLUp: v.NVML.Up, GPUs: []GPU{}, Duplicates: []Duplicate{}}
-	head := map[string]analysis.Headroom{}
-	for _, h := range analysis.HeadroomPerGPU(v, marginBytes) {
+func BuildGPUs(v *join.View, marginBytes uint64) api.GPUs {
+	out := api.GPUs{Time: v.Time.UTC(), Demo: v.Demo, NVMLUp: v.NVML.Up, GPUs: []api.GPU{}, Duplicates: []api.Duplicate{}}
+	head := map[string]capacity.Headroom{}
+	for _, h := range capacity.HeadroomPerGPU(v, marginBytes) {
 		head[h.UUID] = h
 	}
 	count := map[string]int{}
@@ -105,14 +106,14 @@ func BuildGPUs(v *state.View, marginBytes uint64) GPUs {
 		count[v.Processes[i].UUID]++
 	}
 	for _, g := range v.GPUs {
-		o := GPU{
+		o := api.GPU{
 			Index: g.Index, UUID: g.UUID, Name: g.Name, PCIBusID: g.PCIBusID, ParentUUID: g.ParentUUID,
 			MIGEnabled: g.MIGEnabled, MemoryAPI: g.MemoryAPI, TotalBytes: g.TotalBytes, UsedBytes: g.UsedBytes,
 			FreeBytes: g.FreeBytes, DriverReservedBytes: g.DriverReservedBytes, Processes: count[g.UUID],
 			Growth: growths(g.Trend.Growth),
 		}
 		if g.HasTrend && g.Trend.ExhaustionValid {
-			e := &Exhaustion{Seconds: finite(g.Trend.ExhaustionSeconds),
+			e := &api.Exhaustion{Seconds: finite(g.Trend.ExhaustionSeconds),
 				At: v.Time.Add(time.Duration(g.Trend.ExhaustionSeconds * float64(time.Second))).UTC().Truncate(time.Second)}
 			for _, gr := range g.Trend.Growth {
 				if gr.Series == trend.SeriesUsed && gr.Window == trend.WindowShort {
@@ -122,13 +123,13 @@ func BuildGPUs(v *state.View, marginBytes uint64) GPUs {
 			o.Exhaustion = e
 		}
 		if h, ok := head[g.UUID]; ok {
-			o.Headroom = &Headroom{Workers: h.Workers, LargestWorkerBytes: h.LargestWorkerBytes,
+			o.Headroom = &api.Headroom{Workers: h.Workers, LargestWorkerBytes: h.LargestWorkerBytes,
 				LargestWorkerPID: h.LargestPID, FreeBytes: h.FreeBytes, MarginBytes: h.MarginBytes}
 		}
 		out.GPUs = append(out.GPUs, o)
 	}
-	for _, d := range analysis.Duplicates(v) {
-		o := Duplicate{UUID: d.UUID, GPU: d.GPU, Service: d.Service, Basis: d.Basis, PIDs: d.PIDs(),
+	for _, d := range capacity.Duplicates(v) {
+		o := api.Duplicate{UUID: d.UUID, GPU: d.GPU, Service: d.Service, Basis: d.Basis, PIDs: d.PIDs(),
 			MedianBytes: d.MedianBytes, TotalBytes: d.TotalBytes}
 		for _, w := range d.Workers {
 			o.WorkerBytes = append(o.WorkerBytes, w.Bytes)
@@ -139,28 +140,28 @@ func BuildGPUs(v *state.View, marginBytes uint64) GPUs {
 }
 
 // BuildProcesses converts a view into the /api/v1/processes response.
-func BuildProcesses(v *state.View) Processes {
-	out := Processes{Time: v.Time.UTC(), Demo: v.Demo, NVMLUp: v.NVML.Up, Processes: []Process{}}
+func BuildProcesses(v *join.View) api.Processes {
+	out := api.Processes{Time: v.Time.UTC(), Demo: v.Demo, NVMLUp: v.NVML.Up, Processes: []api.Process{}}
 	type key struct {
 		pid  uint32
 		uuid string
 	}
-	dups := map[key]*DuplicateRef{}
-	for _, d := range analysis.Duplicates(v) {
-		ref := &DuplicateRef{Service: d.Service, Basis: d.Basis, Workers: len(d.Workers), PIDs: d.PIDs(), MedianBytes: d.MedianBytes}
+	dups := map[key]*api.DuplicateRef{}
+	for _, d := range capacity.Duplicates(v) {
+		ref := &api.DuplicateRef{Service: d.Service, Basis: d.Basis, Workers: len(d.Workers), PIDs: d.PIDs(), MedianBytes: d.MedianBytes}
 		for _, w := range d.Workers {
 			dups[key{w.PID, d.UUID}] = ref
 		}
 	}
 	for i := range v.Processes {
 		p := &v.Processes[i]
-		o := Process{PID: p.PID, UUID: p.UUID, GPU: p.GPU, Pushed: p.Pushed, UnknownDevice: p.UnknownDevice,
-			Runtimes: []Runtime{}, Labels: map[string]string{}, Pools: []Pool{}, Duplicate: dups[key{p.PID, p.UUID}]}
+		o := api.Process{PID: p.PID, UUID: p.UUID, GPU: p.GPU, Pushed: p.Pushed, UnknownDevice: p.UnknownDevice,
+			Runtimes: []api.Runtime{}, Labels: map[string]string{}, Pools: []api.Pool{}, Duplicate: dups[key{p.PID, p.UUID}]}
 		if p.HasNVML {
 			o.NVMLUsedBytes, o.NVMLKinds = ptr(p.UsedBytes), p.Kinds
 		}
 		if p.HasFacts {
-			f := &Facts{Comm: p.Facts.Comm, Cmdline: p.Facts.Cmdline, RSSBytes: p.Facts.RSSBytes,
+			f := &api.Facts{Comm: p.Facts.Comm, Cmdline: p.Facts.Cmdline, RSSBytes: p.Facts.RSSBytes,
 				ContainerID: p.Facts.ContainerID, PodUID: p.Facts.PodUID}
 			if !p.Facts.StartTime.IsZero() {
 				f.StartTime = ptr(p.Facts.StartTime.UTC())
@@ -172,15 +173,15 @@ func BuildProcesses(v *state.View) Processes {
 			for k, val := range r.Labels {
 				labels[k] = val
 				if _, seen := o.Labels[k]; !seen {
-					o.Labels[k] = val // first runtime wins, as state.Process.Label does
+					o.Labels[k] = val // first runtime wins, as join.Process.Label does
 				}
 			}
-			o.Runtimes = append(o.Runtimes, Runtime{Name: r.Name, Version: r.Version, Labels: labels})
+			o.Runtimes = append(o.Runtimes, api.Runtime{Name: r.Name, Version: r.Version, Labels: labels})
 		}
 		if p.Pushed {
 			var cached uint64
 			for _, pl := range p.Pools {
-				o.Pools = append(o.Pools, Pool{
+				o.Pools = append(o.Pools, api.Pool{
 					Name: pl.Name, Parent: pl.Parent, AllocatedBytes: pl.Allocated, ReservedBytes: pl.Reserved,
 					CachedBytes: pl.CachedBytes(), PeakAllocatedBytes: opt(pl.PeakAllocated), ActiveBytes: opt(pl.Active),
 					InactiveSplitBytes: opt(pl.InactiveSplit), LimitBytes: opt(pl.Limit),
@@ -199,9 +200,9 @@ func BuildProcesses(v *state.View) Processes {
 			o.UnattributedBytes = ptr(p.UnattributedBytes)
 		}
 		if p.HasTrend {
-			t := &Trend{Verdict: string(p.Trend.Verdict), Since: p.Trend.Since.UTC(), Reason: p.Trend.Reason,
+			t := &api.Trend{Verdict: string(p.Trend.Verdict), Since: p.Trend.Since.UTC(), Reason: p.Trend.Reason,
 				Growth: growths(p.Trend.Growth)}
-			if g, ok := analysis.KeyGrowth(p.Trend); ok {
+			if g, ok := capacity.KeyGrowth(p.Trend); ok {
 				t.KeyGrowth = ptr(growth(g))
 			}
 			o.Trend = t
@@ -211,8 +212,8 @@ func BuildProcesses(v *state.View) Processes {
 	return out
 }
 
-func growth(g trend.Growth) Growth {
-	return Growth{Series: g.Series, Window: g.Window, BytesPerSecond: finite(g.BytesPerSecond), Fit: finite(g.Fit), Valid: g.Valid}
+func growth(g trend.Growth) api.Growth {
+	return api.Growth{Series: g.Series, Window: g.Window, BytesPerSecond: finite(g.BytesPerSecond), Fit: finite(g.Fit), Valid: g.Valid}
 }
 
 // finite keeps a NaN or infinity (a degenerate fit) from failing the whole response:
@@ -224,8 +225,8 @@ func finite(f float64) float64 {
 	return f
 }
 
-func growths(gs []trend.Growth) []Growth {
-	out := make([]Growth, 0, len(gs))
+func growths(gs []trend.Growth) []api.Growth {
+	out := make([]api.Growth, 0, len(gs))
 	for _, g := range gs {
 		out = append(out, growth(g))
 	}
@@ -234,7 +235,7 @@ func growths(gs []trend.Growth) []Growth {
 
 func ptr[T any](v T) *T { return &v }
 
-func opt(o state.OptionalBytes) *uint64 {
+func opt(o join.OptionalBytes) *uint64 {
 	if !o.Set {
 		return nil
 	}

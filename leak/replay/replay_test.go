@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/trace"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trace"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // leakTrace is 40 minutes of a process whose allocated floor grows 20 MiB/min from the

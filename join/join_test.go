@@ -1,4 +1,4 @@
-package state
+package join
 
 import (
 	"bufio"
@@ -12,10 +12,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 const (

@@ -1,25 +1,25 @@
-package analysis
+package capacity
 
 import (
 	"reflect"
 	"testing"
 
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 const gib = 1 << 30
 
-func nvmlProc(pid uint32, uuid string, used uint64, service, comm, cmdline string) state.Process {
-	p := state.Process{PID: pid, UUID: uuid, GPU: "0", HasNVML: true, UsedBytes: used}
+func nvmlProc(pid uint32, uuid string, used uint64, service, comm, cmdline string) join.Process {
+	p := join.Process{PID: pid, UUID: uuid, GPU: "0", HasNVML: true, UsedBytes: used}
 	if comm != "" || cmdline != "" {
 		p.HasFacts, p.Facts = true, procinfo.Facts{PID: pid, Comm: comm, Cmdline: cmdline}
 	}
 	if service != "" {
 		p.Pushed = true
-		p.Runtimes = []state.Runtime{{Name: "torch", Labels: map[string]string{"service": service}}}
+		p.Runtimes = []join.Runtime{{Name: "torch", Labels: map[string]string{"service": service}}}
 	}
 	return p
 }
@@ -28,14 +28,14 @@ func TestDuplicates(t *testing.T) {
 	const a, b = "GPU-a", "GPU-b"
 	tests := []struct {
 		name  string
-		procs []state.Process
+		procs []join.Process
 		want  []DuplicateGroup
 	}{
 		{"none", nil, nil},
-		{"single worker is not a duplicate", []state.Process{nvmlProc(1, a, 18*gib, "ranker", "python", "x")}, nil},
+		{"single worker is not a duplicate", []join.Process{nvmlProc(1, a, 18*gib, "ranker", "python", "x")}, nil},
 		{
 			"three workers by service label, one outlier dropped",
-			[]state.Process{
+			[]join.Process{
 				nvmlProc(30, a, 18*gib, "ranker", "python", "a"),
 				nvmlProc(10, a, 18*gib+100<<20, "ranker", "python", "b"),
 				nvmlProc(20, a, 17*gib, "ranker", "python", "c"),
@@ -47,12 +47,12 @@ func TestDuplicates(t *testing.T) {
 		},
 		{
 			"same service on two GPUs is two candidates, each too small",
-			[]state.Process{nvmlProc(1, a, gib, "s", "", ""), nvmlProc(2, b, gib, "s", "", "")},
+			[]join.Process{nvmlProc(1, a, gib, "s", "", ""), nvmlProc(2, b, gib, "s", "", "")},
 			nil,
 		},
 		{
 			"cmdline fallback without labels; different cmdlines do not group",
-			[]state.Process{
+			[]join.Process{
 				nvmlProc(5, b, 4*gib, "", "python3", "python3 serve.py --port 1"),
 				nvmlProc(6, b, 4*gib, "", "python3", "python3 serve.py --port 1"),
 				nvmlProc(7, b, 4*gib, "", "python3", "python3 other.py"),
@@ -62,19 +62,19 @@ func TestDuplicates(t *testing.T) {
 		},
 		{
 			"dissimilar footprints are not duplicates",
-			[]state.Process{nvmlProc(1, a, 10*gib, "s", "", ""), nvmlProc(2, a, 20*gib, "s", "", "")},
+			[]join.Process{nvmlProc(1, a, 10*gib, "s", "", ""), nvmlProc(2, a, 20*gib, "s", "", "")},
 			nil,
 		},
 		{
 			"no facts and no label: cannot group",
-			[]state.Process{nvmlProc(1, a, gib, "", "", ""), nvmlProc(2, a, gib, "", "", "")},
+			[]join.Process{nvmlProc(1, a, gib, "", "", ""), nvmlProc(2, a, gib, "", "", "")},
 			nil,
 		},
 		{
 			"pushed-only processes use reserved",
-			[]state.Process{
-				{PID: 1, UUID: a, Pushed: true, ReservedBytes: 3 * gib, Runtimes: []state.Runtime{{Labels: map[string]string{"service": "s"}}}},
-				{PID: 2, UUID: a, Pushed: true, ReservedBytes: 3 * gib, Runtimes: []state.Runtime{{Labels: map[string]string{"service": "s"}}}},
+			[]join.Process{
+				{PID: 1, UUID: a, Pushed: true, ReservedBytes: 3 * gib, Runtimes: []join.Runtime{{Labels: map[string]string{"service": "s"}}}},
+				{PID: 2, UUID: a, Pushed: true, ReservedBytes: 3 * gib, Runtimes: []join.Runtime{{Labels: map[string]string{"service": "s"}}}},
 			},
 			[]DuplicateGroup{{UUID: a, Service: "s", Basis: BasisServiceLabel,
 				Workers: []Worker{{1, 3 * gib}, {2, 3 * gib}}, MedianBytes: 3 * gib, TotalBytes: 6 * gib}},
@@ -82,7 +82,7 @@ func TestDuplicates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Duplicates(&state.View{Processes: tc.procs})
+			got := Duplicates(&join.View{Processes: tc.procs})
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("Duplicates:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -94,16 +94,16 @@ func TestDuplicates(t *testing.T) {
 }
 
 func TestDuplicatesOrderIsDeterministic(t *testing.T) {
-	var procs []state.Process
+	var procs []join.Process
 	for i, svc := range []string{"z", "a", "m"} {
 		for j := range 2 {
 			procs = append(procs, nvmlProc(uint32(10*i+j+1), "GPU-"+svc, gib, svc, "", ""))
 			procs = append(procs, nvmlProc(uint32(100*i+j+1), "GPU-a", gib, svc, "", ""))
 		}
 	}
-	first := Duplicates(&state.View{Processes: procs})
+	first := Duplicates(&join.View{Processes: procs})
 	for range 20 {
-		if got := Duplicates(&state.View{Processes: procs}); !reflect.DeepEqual(got, first) {
+		if got := Duplicates(&join.View{Processes: procs}); !reflect.DeepEqual(got, first) {
 			t.Fatal("order changed between calls")
 		}
 	}
@@ -118,21 +118,21 @@ func TestDuplicatesOrderIsDeterministic(t *testing.T) {
 }
 
 func TestHeadroomPerGPU(t *testing.T) {
-	gpu := func(idx int, uuid string, free uint64) state.GPU {
-		return state.GPU{GPU: nvml.GPU{Index: idx, UUID: uuid, TotalBytes: 80 * gib, FreeBytes: free}}
+	gpu := func(idx int, uuid string, free uint64) join.GPU {
+		return join.GPU{GPU: nvml.GPU{Index: idx, UUID: uuid, TotalBytes: 80 * gib, FreeBytes: free}}
 	}
 	tests := []struct {
 		name   string
-		gpus   []state.GPU
-		procs  []state.Process
+		gpus   []join.GPU
+		procs  []join.Process
 		margin uint64
 		want   []Headroom
 	}{
-		{"no process, no headroom", []state.GPU{gpu(0, "GPU-a", 80*gib)}, nil, 2 * gib, nil},
+		{"no process, no headroom", []join.GPU{gpu(0, "GPU-a", 80*gib)}, nil, 2 * gib, nil},
 		{
 			"floor of (free-margin)/largest",
-			[]state.GPU{gpu(0, "GPU-a", 40*gib), gpu(1, "GPU-b", 10*gib)},
-			[]state.Process{nvmlProc(1, "GPU-a", 18*gib, "", "", ""), nvmlProc(2, "GPU-a", 5*gib, "", "", ""), nvmlProc(3, "GPU-b", 30*gib, "", "", "")},
+			[]join.GPU{gpu(0, "GPU-a", 40*gib), gpu(1, "GPU-b", 10*gib)},
+			[]join.Process{nvmlProc(1, "GPU-a", 18*gib, "", "", ""), nvmlProc(2, "GPU-a", 5*gib, "", "", ""), nvmlProc(3, "GPU-b", 30*gib, "", "", "")},
 			2 * gib,
 			[]Headroom{
 				{UUID: "GPU-a", GPU: "0", LargestWorkerBytes: 18 * gib, LargestPID: 1, FreeBytes: 40 * gib, MarginBytes: 2 * gib, Workers: 2},
@@ -141,21 +141,21 @@ func TestHeadroomPerGPU(t *testing.T) {
 		},
 		{
 			"free below margin is zero, not negative",
-			[]state.GPU{gpu(0, "GPU-a", gib)},
-			[]state.Process{nvmlProc(1, "GPU-a", gib, "", "", "")},
+			[]join.GPU{gpu(0, "GPU-a", gib)},
+			[]join.Process{nvmlProc(1, "GPU-a", gib, "", "", "")},
 			2 * gib,
 			[]Headroom{{UUID: "GPU-a", GPU: "0", LargestWorkerBytes: gib, LargestPID: 1, FreeBytes: gib, MarginBytes: 2 * gib}},
 		},
 		{
 			"zero-byte processes are ignored",
-			[]state.GPU{gpu(0, "GPU-a", gib)},
-			[]state.Process{nvmlProc(1, "GPU-a", 0, "", "", "")},
+			[]join.GPU{gpu(0, "GPU-a", gib)},
+			[]join.Process{nvmlProc(1, "GPU-a", 0, "", "", "")},
 			0, nil,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := HeadroomPerGPU(&state.View{GPUs: tc.gpus, Processes: tc.procs}, tc.margin)
+			got := HeadroomPerGPU(&join.View{GPUs: tc.gpus, Processes: tc.procs}, tc.margin)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}

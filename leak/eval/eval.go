@@ -15,9 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/replay"
-	"github.com/vram-exporter/vram_exporter/trace"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/replay"
+	"github.com/vram-exporter/vram_exporter/leak/trace"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // LabelsFile is the name of the labels file in the testdata directory.

@@ -1,4 +1,4 @@
-// Package trend is the leak detector's arithmetic room: it turns evenly spaced memory
+// Package trend is the leak detector's arithmetic: it turns evenly spaced memory
 // samples per (pid, GPU UUID) and per GPU into growth slopes, fit quality, a verdict
 // (leak, cache growth, growth outside the allocator, steady, warming up) and a forecast
 // of when a GPU runs out of memory.
@@ -18,6 +18,7 @@ package trend
 
 import (
 	"fmt"
+	"github.com/vram-exporter/vram_exporter/api"
 	"math"
 	"time"
 )
@@ -43,7 +44,7 @@ type Config struct {
 }
 
 // MiBPerMinute is one MiB per minute in bytes per second, the unit people think in.
-const MiBPerMinute = 1024 * 1024 / 60.0
+const MiBPerMinute = api.MiBPerMinute
 
 // DefaultConfig returns the defaults measured on the evaluation suite
 // (docs/leak-detection.md): a 10-minute short window catches every leak ≥ 1 MiB/min
@@ -170,42 +171,41 @@ type GPUSample struct {
 	Used, Total float64
 }
 
-// Verdict is what the detector concludes about one (pid, uuid).
-type Verdict string
+// Verdict is what the detector concludes about one (pid, uuid). The words are the wire
+// contract's (package api), so the JSON API, /metrics and triage cannot drift from them.
+type Verdict = api.Verdict
 
 const (
 	// Leak: the allocated floor rises steadily (or, for a process that pushes no
 	// allocator stats, the used floor does).
-	Leak Verdict = "leak"
+	Leak = api.VerdictLeak
 	// CacheGrowth: reserved rises while allocated is flat: the allocator's cache is
 	// growing, normal while it plateaus.
-	CacheGrowth Verdict = "cache_growth"
+	CacheGrowth = api.VerdictCacheGrowth
 	// UnattributedGrowth: memory outside the allocator (used − reserved) rises while
 	// allocated is flat: NCCL communicators, workspaces, raw allocations.
-	UnattributedGrowth Verdict = "unattributed_growth"
+	UnattributedGrowth = api.VerdictUnattributedGrowth
 	// Steady: nothing rises faster than MinRate with a good fit.
-	Steady Verdict = "steady"
+	Steady = api.VerdictSteady
 	// WarmingUp: the process is younger than WarmUp; no judgement yet.
-	WarmingUp Verdict = "warming_up"
+	WarmingUp = api.VerdictWarmingUp
 )
 
 // Verdicts lists every verdict in a stable order, for exporting one 1 and the rest 0.
-func Verdicts() []Verdict {
-	return []Verdict{Leak, CacheGrowth, UnattributedGrowth, Steady, WarmingUp}
-}
+func Verdicts() []Verdict { return api.Verdicts() }
 
 // Series names, as exported in the series label.
 const (
-	SeriesAllocated    = "allocated"
-	SeriesReserved     = "reserved"
-	SeriesUsed         = "used"
-	SeriesUnattributed = "unattributed"
+	SeriesAllocated    = api.SeriesAllocated
+	SeriesReserved     = api.SeriesReserved
+	SeriesUsed         = api.SeriesUsed
+	SeriesUnattributed = api.SeriesUnattributed
 )
 
 // Window names, as exported in the window label.
 const (
-	WindowShort = "short"
-	WindowLong  = "long"
+	WindowShort = api.WindowShort
+	WindowLong  = api.WindowLong
 )
 
 // Growth is the fitted slope of one series over one window.

@@ -13,8 +13,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/trace"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trace"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 const mib = 1024 * 1024

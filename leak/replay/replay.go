@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/trace"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trace"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // Output formats accepted by Run.

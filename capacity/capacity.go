@@ -1,18 +1,18 @@
-// Package analysis is the room for conclusions drawn across processes of one joined
+// Package capacity draws conclusions across the processes of one joined
 // View: workers of one service that each load the same model on a GPU (duplication),
 // how many more such workers still fit (headroom), and which growth slope explains a
 // process's verdict. It is pure and cheap — no I/O, no clock, O(n log n) in the number
 // of processes — so the collector can call it on every scrape and the JSON API on every
 // request, and both see the same answer in the same order.
-package analysis
+package capacity
 
 import (
 	"cmp"
 	"slices"
 	"strconv"
 
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // DuplicateTolerance is how far (as a fraction of the group median) a worker's
@@ -28,7 +28,7 @@ const (
 // Footprint is a process's memory on its GPU as the driver sees it (NVML used); for a
 // process NVML does not see (NVML down, another PID namespace) it falls back to what
 // its allocators reserved. ok is false when neither view exists.
-func Footprint(p *state.Process) (bytes uint64, ok bool) {
+func Footprint(p *join.Process) (bytes uint64, ok bool) {
 	switch {
 	case p.HasNVML:
 		return p.UsedBytes, true
@@ -78,7 +78,7 @@ type groupKey struct {
 // group, the workers are those whose footprint is within DuplicateTolerance of the
 // median; a group is reported when at least two remain. Processes with no footprint
 // (or 0 bytes) never take part.
-func Duplicates(v *state.View) []DuplicateGroup {
+func Duplicates(v *join.View) []DuplicateGroup {
 	if v == nil {
 		return nil
 	}
@@ -163,7 +163,7 @@ type Headroom struct {
 // HeadroomPerGPU returns, in the View's GPU order, the headroom of every GPU that NVML
 // reports and that has at least one process with a non-zero footprint. Free memory is
 // NVML's, so nothing is returned while NVML is down.
-func HeadroomPerGPU(v *state.View, marginBytes uint64) []Headroom {
+func HeadroomPerGPU(v *join.View, marginBytes uint64) []Headroom {
 	if v == nil || len(v.GPUs) == 0 {
 		return nil
 	}

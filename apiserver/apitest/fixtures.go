@@ -7,11 +7,11 @@ package apitest
 import (
 	"time"
 
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/state"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 // Time is the join time of every fixture view.
@@ -29,16 +29,16 @@ const (
 )
 
 // Static is a ViewSource that always returns V.
-type Static struct{ V *state.View }
+type Static struct{ V *join.View }
 
 // Latest returns the fixed view.
-func (s Static) Latest() *state.View { return s.V }
+func (s Static) Latest() *join.View { return s.V }
 
 // Names lists the fixtures in a stable order.
 func Names() []string { return []string{"node", "nvml_down", "demo", "empty"} }
 
 // View returns the named fixture (a fresh copy each call), nil for an unknown name.
-func View(name string) *state.View {
+func View(name string) *join.View {
 	switch name {
 	case "node":
 		return node()
@@ -78,8 +78,8 @@ func cat(gs ...[]trend.Growth) []trend.Growth {
 	return out
 }
 
-func gpu(idx int, uuid string, total, used uint64) state.GPU {
-	return state.GPU{GPU: nvml.GPU{
+func gpu(idx int, uuid string, total, used uint64) join.GPU {
+	return join.GPU{GPU: nvml.GPU{
 		Index: idx, UUID: uuid, Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:1" + string(rune('8'+idx)) + ":00.0",
 		MemoryAPI: nvml.MemoryAPIv2, TotalBytes: total, UsedBytes: used, FreeBytes: total - used,
 		DriverReservedBytes: 512 * MiB, GPUInstanceID: -1, ComputeInstanceID: -1,
@@ -100,8 +100,8 @@ type proc struct {
 	growth         []trend.Growth
 }
 
-func (p proc) build() state.Process {
-	out := state.Process{PID: p.pid, UUID: p.uuid, GPU: p.gpu}
+func (p proc) build() join.Process {
+	out := join.Process{PID: p.pid, UUID: p.uuid, GPU: p.gpu}
 	if p.used > 0 {
 		out.HasNVML, out.UsedBytes, out.Kinds = true, p.used, []string{"compute"}
 	}
@@ -115,9 +115,9 @@ func (p proc) build() state.Process {
 	}
 	if p.reserve > 0 {
 		out.Pushed = true
-		out.Runtimes = []state.Runtime{{Name: "torch", Version: "2.11.0", Labels: p.labels}}
-		out.Pools = []state.Pool{{Name: "torch", Allocated: p.alloc, Reserved: p.reserve,
-			PeakAllocated: state.OptionalBytes{Value: p.alloc + 512*MiB, Set: true}, AllocRetries: state.OptionalBytes{Set: true}}}
+		out.Runtimes = []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: p.labels}}
+		out.Pools = []join.Pool{{Name: "torch", Allocated: p.alloc, Reserved: p.reserve,
+			PeakAllocated: join.OptionalBytes{Value: p.alloc + 512*MiB, Set: true}, AllocRetries: join.OptionalBytes{Set: true}}}
 		out.AllocatedBytes, out.ReservedBytes = p.alloc, p.reserve
 		out.LastPush = Time.Add(-700 * time.Millisecond)
 		if out.HasNVML {
@@ -143,8 +143,8 @@ func labels(service, model string) map[string]string {
 	return map[string]string{"service": service, "model": model}
 }
 
-func procs(ps ...proc) []state.Process {
-	out := make([]state.Process, len(ps))
+func procs(ps ...proc) []join.Process {
+	out := make([]join.Process, len(ps))
 	for i, p := range ps {
 		out[i] = p.build()
 	}
@@ -154,7 +154,7 @@ func procs(ps ...proc) []state.Process {
 // node: two GPUs. GPU 0 is filling up with a leak, an allocator cache, growth outside
 // the allocator and a process that pushes nothing; GPU 1 runs three workers of one
 // service that each load the same 18 GiB model, and a fourth still warming up.
-func node() *state.View {
+func node() *join.View {
 	g0 := gpu(0, UUID0, 80*GiB, 50*GiB)
 	g0.Trend = trend.GPUResult{Growth: g(trend.SeriesUsed, 85, 0.96, 40, 0.9)}
 	g0.Trend.ExhaustionSeconds = float64(30*GiB) / mpm(85)
@@ -162,10 +162,10 @@ func node() *state.View {
 	g1 := gpu(1, UUID1, 80*GiB, 57*GiB)
 	g1.Trend = trend.GPUResult{Growth: g(trend.SeriesUsed, 0.01, 0.01, 0.02, 0.1)}
 	py := "python3 -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B"
-	return &state.View{
+	return &join.View{
 		Time: Time,
 		NVML: nvml.Snapshot{Time: Time, Up: true, DriverVersion: "570.133.20", NVMLVersion: "12.570.133.20"},
-		GPUs: []state.GPU{g0, g1},
+		GPUs: []join.GPU{g0, g1},
 		Processes: procs(
 			proc{pid: 4101, uuid: UUID0, gpu: "0", used: 21 * GiB, comm: "python3", cmdline: py, container: cid('a'),
 				labels: labels("chat", "llama-3.1-8b"), alloc: 14 * GiB, reserve: 20 * GiB, verdict: trend.Leak, since: 40 * time.Minute,
@@ -201,8 +201,8 @@ func node() *state.View {
 }
 
 // nvmlDown: the driver cannot be read; only pushed allocator stats remain.
-func nvmlDown() *state.View {
-	return &state.View{
+func nvmlDown() *join.View {
+	return &join.View{
 		Time: Time,
 		NVML: nvml.Snapshot{Time: Time},
 		Processes: procs(
@@ -219,13 +219,13 @@ func nvmlDown() *state.View {
 }
 
 // demo: demo mode, one GPU, everything young.
-func demo() *state.View {
+func demo() *join.View {
 	g0 := gpu(0, UUID0, 24*GiB, 7*GiB)
 	g0.Name = "NVIDIA L4 (simulated)"
-	return &state.View{
+	return &join.View{
 		Time: Time, Demo: true,
 		NVML: nvml.Snapshot{Time: Time, Up: true, DriverVersion: "demo", NVMLVersion: "demo"},
-		GPUs: []state.GPU{g0},
+		GPUs: []join.GPU{g0},
 		Processes: procs(
 			proc{pid: 101, uuid: UUID0, gpu: "0", used: 7 * GiB, comm: "demo-worker", cmdline: "demo-worker 0",
 				labels: labels("demo", "tiny"), alloc: 5 * GiB, reserve: 6 * GiB, verdict: trend.WarmingUp, since: 90 * time.Second,
@@ -236,9 +236,9 @@ func demo() *state.View {
 }
 
 // empty: NVML up, one idle GPU, no processes, no trend yet.
-func empty() *state.View {
+func empty() *join.View {
 	g0 := gpu(0, UUID0, 80*GiB, 0)
 	g0.HasTrend = false
-	return &state.View{Time: Time, NVML: nvml.Snapshot{Time: Time, Up: true, DriverVersion: "570.133.20", NVMLVersion: "12.570.133.20"},
-		GPUs: []state.GPU{g0}}
+	return &join.View{Time: Time, NVML: nvml.Snapshot{Time: Time, Up: true, DriverVersion: "570.133.20", NVMLVersion: "12.570.133.20"},
+		GPUs: []join.GPU{g0}}
 }

@@ -1,9 +1,9 @@
-package state
+package join
 
 import (
 	"bufio"
 
-	"github.com/vram-exporter/vram_exporter/trace"
+	"github.com/vram-exporter/vram_exporter/leak/trace"
 )
 
 // TraceRecorder writes every joined view to a trace (JSON lines) so that an incident can

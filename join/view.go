@@ -1,18 +1,18 @@
-// Package state is the join: on every sample tick it takes the latest of each source —
+// Package join is the join: on every sample tick it takes the latest of each source —
 // the NVML snapshot, the pushed allocator stats, process facts from procfs — joins them
 // per (kernel-verified PID, GPU UUID), feeds the trend engine, and publishes one
 // immutable View. Everything that reads (the Prometheus collector, the JSON API) reads a
 // View; nothing that reads ever reaches a source, so a scrape costs the same whatever
 // the driver is doing.
-package state
+package join
 
 import (
 	"time"
 
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
-	"github.com/vram-exporter/vram_exporter/trend"
 )
 
 // View is one joined, immutable picture of the node. Readers must not modify it.

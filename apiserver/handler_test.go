@@ -1,4 +1,4 @@
-package api_test
+package apiserver_test
 
 import (
 	"encoding/json"
@@ -12,15 +12,16 @@ import (
 	"testing"
 
 	"github.com/vram-exporter/vram_exporter/api"
-	"github.com/vram-exporter/vram_exporter/api/apitest"
-	"github.com/vram-exporter/vram_exporter/state"
+	"github.com/vram-exporter/vram_exporter/apiserver"
+	"github.com/vram-exporter/vram_exporter/apiserver/apitest"
+	"github.com/vram-exporter/vram_exporter/join"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-func serve(t *testing.T, v *state.View) *httptest.Server {
+func serve(t *testing.T, v *join.View) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(api.NewHandler(apitest.Static{V: v}, api.Options{SafetyMarginBytes: 2 * apitest.GiB, Node: "gpu-node-7", Version: "1.0.0"}))
+	srv := httptest.NewServer(apiserver.NewHandler(apitest.Static{V: v}, apiserver.Options{SafetyMarginBytes: 2 * apitest.GiB, Node: "gpu-node-7", Version: "1.0.0"}))
 	t.Cleanup(srv.Close)
 	return srv
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // TestReport prints the evaluation (the table in docs/leak-detection.md) and asserts

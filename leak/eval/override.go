@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // TrendOverride is a label's per-trace override of the detector settings, spelled like

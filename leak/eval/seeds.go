@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // SeedOffsets are the other seeds the suite is regenerated with to see how far its

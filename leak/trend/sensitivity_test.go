@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vram-exporter/vram_exporter/eval"
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/eval"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // TestFastWindowSensitivity sweeps the fast window's length (as a fraction of the short

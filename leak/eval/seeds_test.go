@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vram-exporter/vram_exporter/trend"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // TestOtherSeeds regenerates the traces of processes that push no allocator stats
