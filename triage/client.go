@@ -63,9 +63,9 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("vram_exporter at %s answered %s", e.URL, e.Status)
+	msg := fmt.Sprintf("vram_exporter at %s answered %s", Escape(e.URL), Escape(e.Status))
 	if e.Excerpt != "" {
-		msg += ": " + e.Excerpt
+		msg += ": " + Escape(e.Excerpt) // a hostile server's body must not drive the terminal
 	}
 	switch e.Code {
 	case http.StatusUnauthorized:

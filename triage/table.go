@@ -59,6 +59,7 @@ func WriteJSON(w io.Writer, r Report) error {
 // WriteTable writes the report for people; color adds ANSI colours (only for a
 // terminal).
 func WriteTable(out io.Writer, r Report, color bool) error {
+	r = escaped(r)
 	w := bufio.NewWriter(out)
 	c := painter(color)
 

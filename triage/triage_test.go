@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/vram-exporter/vram_exporter/apiserver"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vram-exporter/vram_exporter/apiserver"
 	"github.com/vram-exporter/vram_exporter/apiserver/apitest"
 )
 
