@@ -1,11 +1,13 @@
 package apiserver
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"github.com/vram-exporter/vram_exporter/api"
 	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/capacity"
@@ -25,20 +27,37 @@ type Options struct {
 	// Node and Version are reported by /api/v1/status.
 	Node    string
 	Version string
+	// MaxInFlight bounds the requests built at once (0: DefaultMaxInFlight). Each one
+	// converts the whole view, so two dashboards refreshing /api/v1/processes in a loop
+	// must not multiply the daemon's memory; a request over the bound gets 503.
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is the default bound on concurrent /api/v1 requests: triage and a
+// dashboard or two at once, with room to spare.
+const DefaultMaxInFlight = 4
 
 // NewHandler serves /api/v1/status, /api/v1/gpus and /api/v1/processes from src. Every
 // request reads one view, so one response is always self-consistent.
-func NewHandler(src ViewSource, opts Options) http.Handler {
-	return &handler{src: src, opts: opts}
+func NewHandler(src ViewSource, opts Options) *Handler {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	return &Handler{src: src, opts: opts, slots: make(chan struct{}, opts.MaxInFlight)}
 }
 
-type handler struct {
-	src  ViewSource
-	opts Options
+// Handler is the /api/v1 handler.
+type Handler struct {
+	src      ViewSource
+	opts     Options
+	slots    chan struct{}
+	rejected atomic.Uint64
 }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// Rejected counts requests answered 503 because MaxInFlight were already being served.
+func (h *Handler) Rejected() uint64 { return h.rejected.Load() }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var build func(*join.View) any
 	switch r.URL.Path {
 	case api.PathStatus:
@@ -56,6 +75,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
 		return
 	}
+	select {
+	case h.slots <- struct{}{}:
+		defer func() { <-h.slots }()
+	default:
+		h.rejected.Add(1)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("%d API requests are already being served (the limit); retry in a second", h.opts.MaxInFlight))
+		return
+	}
 	v := h.src.Latest()
 	if v == nil {
 		writeError(w, http.StatusServiceUnavailable, "no joined view yet; the daemon is starting")
@@ -64,20 +92,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, build(v))
 }
 
+// writeJSON streams body to w: a large view is encoded through a small buffer instead
+// of being held as a whole indented document per request.
 func writeJSON(w http.ResponseWriter, code int, body any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // reasons hold "<" and "→"; nothing here is HTML
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(body); err != nil {
-		code = http.StatusInternalServerError
-		buf.Reset()
-		_ = enc.Encode(api.Error{Status: code, Error: "encoding response: " + err.Error()})
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	bw := bufio.NewWriterSize(w, 32<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false) // reasons hold "<" and "→"; nothing here is HTML
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(body); err != nil {
+		// The status is sent already: cut the connection so the client sees a broken
+		// response, never a truncated document it could take for a whole one.
+		panic(http.ErrAbortHandler)
+	}
+	_ = bw.Flush()
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -191,3 +191,59 @@ func TestHeadIsAllowed(t *testing.T) {
 		t.Errorf("HEAD: %d", code)
 	}
 }
+
+// blockingSource holds every Latest call until release is closed, so a test can keep
+// requests in flight without timing.
+type blockingSource struct {
+	entered chan struct{}
+	release chan struct{}
+	v       *join.View
+}
+
+func (b blockingSource) Latest() *join.View {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.v
+}
+
+// Requests beyond MaxInFlight get 503 with Retry-After and are counted; the ones in
+// flight still complete.
+func TestInFlightLimit(t *testing.T) {
+	src := blockingSource{entered: make(chan struct{}, 8), release: make(chan struct{}), v: apitest.View("node")}
+	h := apiserver.NewHandler(src, apiserver.Options{MaxInFlight: 2})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := http.Get(srv.URL + api.PathProcesses)
+			if err != nil {
+				codes <- -1
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	<-src.entered
+	<-src.entered // both slots are taken now
+	resp, err := http.Get(srv.URL + api.PathGPUs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), "limit") {
+		t.Errorf("third request: %d %q retry-after %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	if h.Rejected() != 1 {
+		t.Errorf("rejected = %d, want 1", h.Rejected())
+	}
+	close(src.release)
+	for range 2 {
+		if c := <-codes; c != http.StatusOK {
+			t.Errorf("in-flight request answered %d", c)
+		}
+	}
+}
