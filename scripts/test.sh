@@ -44,6 +44,13 @@ echo "== gofmt"
 bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$bad" ]; then echo "gofmt would change: $bad" >&2; exit 1; fi
 
+# staticcheck, pinned: 2026.2.2 is the release built for Go 1.26 (its go.mod says
+# go 1.26.0). go run fetches it through the module proxy, like every other dependency,
+# and keeps it out of go.mod.
+staticcheck_version=v0.8.2
+echo "== staticcheck $staticcheck_version"
+go run "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" ./...
+
 echo "== python client tests"
 (cd client/python && python3 -m unittest -v 2>&1)
 
