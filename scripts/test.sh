@@ -55,4 +55,11 @@ echo "== python client tests"
 (cd client/python && python3 -m unittest -v 2>&1)
 
 echo "== go test -race"
-go test -race -count=1 ./...
+# The tests get a temporary directory of their own that must be empty afterwards, so a
+# test that leaves a binary, socket or file behind fails the run. The name is short:
+# unix socket paths under it are limited to 107 bytes.
+test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/vt.XXXXXX")
+trap 'rm -rf "$test_tmp"' EXIT
+TMPDIR="$test_tmp" go test -race -count=1 ./...
+left=$(ls -A "$test_tmp")
+if [ -n "$left" ]; then echo "the tests left files in their temporary directory: $left" >&2; exit 1; fi
