@@ -210,18 +210,6 @@ func BenchmarkScrape(b *testing.B) {
 }
 
 // TestReadmeListsEveryMetric keeps the README's metrics table true to the code.
-func TestReadmeListsEveryMetric(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range MetricNames() {
-		if !strings.Contains(string(readme), "`"+n+"`") {
-			t.Errorf("README.md's metrics table lacks `%s`", n)
-		}
-	}
-}
-
 // BenchmarkGather is the exporter's own part of a scrape: building the families from the
 // view, without client_golang's text encoding (which BenchmarkScrape adds).
 func BenchmarkGather(b *testing.B) {

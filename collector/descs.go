@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-
 )
 
 // Label sets. pid is inherent to per-process metrics; every other label is bounded

@@ -178,12 +178,12 @@ func TestConfigCheck(t *testing.T) {
 // The daemon's flags live on its (default) command, so the other subcommands parse
 // without them and an explicit "serve" takes them too.
 func TestFlagsOnDefaultCommand(t *testing.T) {
-	app, f := newApp(t)
+	app, _ := newApp(t)
 	cmd, err := app.Parse([]string{"triage"})
 	if err != nil || cmd != "triage" {
 		t.Fatalf("Parse(triage) = %q, %v", cmd, err)
 	}
-	app, f = newApp(t)
+	app, f := newApp(t)
 	if _, err := app.Parse([]string{"serve", "--log.format=json"}); err != nil {
 		t.Fatal(err)
 	}

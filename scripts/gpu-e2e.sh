@@ -27,7 +27,7 @@ cp "$BIN" "$work/vram_exporter"
 sock="$work/run/push.sock"
 fail=0
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
 scrape() { curl -sf "http://127.0.0.1:$PORT/metrics" > "$1" || python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics').read().decode())" > "$1"; }

@@ -29,12 +29,7 @@ var (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vram_exporter-e2e")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "vram_exporter")
+		binPath = filepath.Join(buildDir, "vram_exporter")
 		cmd := exec.Command("go", "build", "-race", "-o", binPath, ".")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
 		out, err := cmd.CombinedOutput()

@@ -246,15 +246,6 @@ func (h *history) rebase() {
 	}
 }
 
-// latest is the newest closed floor of column c.
-func (h *history) latest(c int) (float64, bool) {
-	if !h.started {
-		return 0, false
-	}
-	v := h.cols[c][int(h.last%int64(len(h.idx)))]
-	return v, !math.IsNaN(v)
-}
-
 // span is the time covered by the long window's floors of column c.
 func (h *history) longSpan(c int) time.Duration {
 	if h.long[c].n < 2 {

@@ -2,44 +2,6 @@ package trend
 
 import "math"
 
-// floorRing keeps the closed bucket floors of one series for the long window. Slots are
-// addressed by bucket index modulo the capacity, so a missing bucket (a gap in sampling)
-// costs nothing and a slot's stale content is recognised by its index.
-type floorRing struct {
-	idx []int64 // bucket index held by each slot; math.MinInt64 when empty
-	v   []float64
-}
-
-func newFloorRing(n int) floorRing {
-	r := floorRing{idx: make([]int64, n), v: make([]float64, n)}
-	for i := range r.idx {
-		r.idx[i] = math.MinInt64
-	}
-	return r
-}
-
-func (r *floorRing) slot(b int64) int { return int(b % int64(len(r.idx))) }
-
-// get returns the floor of bucket b if the ring still holds it.
-func (r *floorRing) get(b int64) (float64, bool) {
-	s := r.slot(b)
-	if r.idx[s] != b {
-		return 0, false
-	}
-	return r.v[s], true
-}
-
-func (r *floorRing) put(b int64, v float64) {
-	s := r.slot(b)
-	r.idx[s], r.v[s] = b, v
-}
-
-func (r *floorRing) reset() {
-	for i := range r.idx {
-		r.idx[i] = math.MinInt64
-	}
-}
-
 // lsq holds the running least-squares sums of one sliding window. x is the bucket index
 // minus an origin and y the floor minus a reference: both are re-based from time to time
 // (see series.rebase) so that the sums stay small and the subtractions in fit() do not
