@@ -221,17 +221,19 @@ func TestJoinFeedsTrendAndRecorder(t *testing.T) {
 	}
 
 	// Read back, the trace is exactly what the engine was fed: a replay sees what the
-	// daemon saw.
+	// daemon saw. (A trace's times read back in UTC.)
 	r := trace.NewReader(bytes.NewReader(out.Bytes()))
 	for i := range v.GPUs {
 		rec, err := r.Next()
-		if want := v.GPUs[i].Sample(v.Time); err != nil || rec.GPU == nil || *rec.GPU != want {
+		want := v.GPUs[i].Sample(v.Time.UTC())
+		if err != nil || rec.GPU == nil || *rec.GPU != want {
 			t.Errorf("trace GPU line %d = %+v, %v; want %+v", i+1, rec.GPU, err, want)
 		}
 	}
 	for i := range v.Processes {
 		rec, err := r.Next()
-		if want := v.Processes[i].Sample(v.Time); err != nil || rec.Process == nil || *rec.Process != want {
+		want := v.Processes[i].Sample(v.Time.UTC())
+		if err != nil || rec.Process == nil || *rec.Process != want {
 			t.Errorf("trace process line %d = %+v, %v; want %+v", i+1, rec.Process, err, want)
 		}
 	}
