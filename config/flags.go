@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // FlagRegistrar is what RegisterFlags needs: both *kingpin.Application and
@@ -65,7 +67,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	register(f, r.Flag("push.max-connections", help("Most push connections held at once.", "push.max_connections", strconv.Itoa(d.Push.MaxConnections))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxConnections = v })
 
-	register(f, r.Flag("trend.short-window", help("Short growth-slope window; a multiple of trend.bucket.", "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
+	register(f, r.Flag("trend.short-window", help(fmt.Sprintf("Short growth-slope window; a multiple of trend.bucket, at least %d buckets.", trend.MinWindowBuckets), "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.ShortWindow = v })
 	register(f, r.Flag("trend.long-window", help("Long growth-slope window; a multiple of trend.bucket, longer than the short window.", "trend.long_window", fmtDuration(d.Trend.LongWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.LongWindow = v })

@@ -74,6 +74,9 @@ const maxBuckets = 100_000
 // minPoints is how many floors a window needs before its slope means anything.
 const minPoints = 5
 
+// MinWindowBuckets is the fewest buckets Check accepts in a window, for help texts.
+const MinWindowBuckets = minPoints
+
 // The fast window: the newest fastFraction of the short window, fitted alongside it
 // from its own running sums. A leak that rises fast draws a clean line long before the
 // short window is full of it (a hockey stick in the short window only reaches MinFit
