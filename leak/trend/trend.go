@@ -140,8 +140,9 @@ func (c Config) Check(report func(field, problem string)) {
 	if c.Bucket <= 0 {
 		report("Bucket", fmt.Sprintf("%s is out of range; use a positive duration like %q", fmtDuration(c.Bucket), fmtDuration(def.Bucket)))
 	} else {
-		// A window that is not a whole number of buckets would be silently truncated to
-		// one, and one of fewer than minPoints floors never yields a slope.
+		// The engine keeps whole buckets, so a window between two multiples would be
+		// cut short without a word; and one of fewer than minPoints floors never yields
+		// a slope.
 		window := func(field string, w time.Duration) bool {
 			least := minPoints * c.Bucket
 			switch lo := w / c.Bucket * c.Bucket; {
