@@ -13,6 +13,7 @@ import (
 	"github.com/vram-exporter/vram_exporter/capacity"
 	"github.com/vram-exporter/vram_exporter/join"
 	"github.com/vram-exporter/vram_exporter/leak/trend"
+	"github.com/vram-exporter/vram_exporter/push"
 )
 
 // ViewSource gives the latest joined view (the daemon's join.Joiner).
@@ -265,7 +266,7 @@ func growths(gs []trend.Growth) []api.Growth {
 
 func ptr[T any](v T) *T { return &v }
 
-func opt(o join.OptionalBytes) *uint64 {
+func opt(o push.Optional) *uint64 {
 	if !o.Set {
 		return nil
 	}

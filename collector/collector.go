@@ -325,7 +325,7 @@ func (c *Collector) collectCapacity(e *emitter, v *join.View) bool {
 
 func gauge(e *emitter, d *metricDesc, v uint64, lv ...string) { e.gauge(d, float64(v), lv...) }
 
-func optGauge(e *emitter, d *metricDesc, o join.OptionalBytes, lv ...string) {
+func optGauge(e *emitter, d *metricDesc, o push.Optional, lv ...string) {
 	if o.Set {
 		gauge(e, d, o.Value, lv...)
 	}

@@ -170,7 +170,7 @@ func benchView(pushed bool) *join.View {
 				PID: p.PID, UUID: uuid, GPU: strconv.Itoa(gi), HasNVML: true, UsedBytes: p.Used,
 				HasFacts: true, Facts: procinfo.Facts{PID: p.PID, Comm: "python3", RSSBytes: GiB},
 				Pushed: true, Runtimes: []join.Runtime{{Name: "torch", Version: "2.11", Labels: map[string]string{"service": "s"}}},
-				Pools:          []join.Pool{{Name: "torch", Allocated: p.Used / 2, Reserved: p.Used * 3 / 4}},
+				Pools:          []push.Pool{{Name: "torch", Allocated: p.Used / 2, Reserved: p.Used * 3 / 4}},
 				AllocatedBytes: p.Used / 2, ReservedBytes: p.Used * 3 / 4, HasUnattributed: true, UnattributedBytes: int64(p.Used / 4),
 				HasTrend: true, Trend: trend.Result{Verdict: trend.Steady, Growth: []trend.Growth{
 					{Series: "allocated", Window: "short", Valid: true}, {Series: "reserved", Window: "short", Valid: true},

@@ -1,7 +1,12 @@
 // Package config is the front door of the daemon's settings: it turns an optional YAML
-// file plus command-line flags into one validated Config. Defaults live in Default and
-// nowhere else, the flag names live in RegisterFlags and nowhere else, and the runtime
-// takes a Valid, which only Validate can make, so an unchecked setting never reaches it.
+// file plus command-line flags into one validated Config. A setting's default and its
+// rules live with the package that uses it (trend.DefaultConfig and trend.Config.Check,
+// push.DefaultServerOptions and push.ServerOptions.Check, nvml.DefaultPollInterval,
+// demo.DefaultConfig and demo.Config.Check): Default reads those defaults, Validate runs
+// those checks under the YAML key the user wrote, and keeps only the rules no single
+// package owns (the HTTP and log settings the wiring reads, and rules across sections).
+// The flag names live in RegisterFlags and nowhere else, and the runtime takes a Valid,
+// which only Validate can make, so an unchecked setting never reaches it.
 package config
 
 import (
@@ -10,10 +15,14 @@ import (
 	"math"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/vram-exporter/vram_exporter/demo"
+	"github.com/vram-exporter/vram_exporter/leak/trend"
+	"github.com/vram-exporter/vram_exporter/nvml"
+	"github.com/vram-exporter/vram_exporter/push"
 )
 
 // Config is the whole settings tree; each field's yaml tag is the key users write.
@@ -69,12 +78,6 @@ type Push struct {
 	MaxConnections int           `yaml:"max_connections"`
 }
 
-// SocketDirMode is the mode for the socket's directory: the socket's bits plus search
-// (x) wherever read is granted, so whoever may use the socket may also reach it.
-func (p Push) SocketDirMode() os.FileMode {
-	return p.SocketMode | (p.SocketMode&0o444)>>2
-}
-
 // Trend tunes the leak detector. Slopes are fitted to the floor (minimum) of each
 // bucket so that per-request sawtooth does not read as growth.
 type Trend struct {
@@ -109,9 +112,13 @@ type Demo struct {
 	Seed           int64   `yaml:"seed"`
 }
 
-// Default is the one place defaults are written; LoadFile decodes over it and the flag
-// help texts quote it.
+// Default is the settings with nothing set: each section's defaults come from the
+// package that uses them, so a default changed there is changed here, in the flag help
+// and in --config.check alike. LoadFile decodes over it.
 func Default() Config {
+	tc := trend.DefaultConfig()
+	so := push.DefaultServerOptions()
+	dc := demo.DefaultConfig()
 	return Config{
 		Web: Web{
 			// 9100–9999 is fully allocated on the Prometheus default-port wiki page.
@@ -120,31 +127,64 @@ func Default() Config {
 		},
 		Paths: Paths{Procfs: "/proc"},
 		Log:   Log{Level: "info", Format: "console"},
-		NVML:  NVML{PollInterval: time.Second},
+		NVML:  NVML{PollInterval: nvml.DefaultPollInterval},
 		Push: Push{
-			Socket:         "/run/vram_exporter/push.sock",
-			SocketMode:     0o660,
-			TTL:            30 * time.Second,
-			MaxConnections: 4096,
+			Socket:         so.Path,
+			SocketMode:     so.Mode,
+			TTL:            push.DefaultTTL,
+			MaxConnections: so.MaxConnections,
 		},
 		Trend: Trend{
-			Bucket:                30 * time.Second,
-			ShortWindow:           10 * time.Minute,
-			LongWindow:            2 * time.Hour,
-			WarmUp:                10 * time.Minute,
-			MinRateBytesPerSecond: 8738, // 0.5 MiB per minute; see docs/leak-detection.md
-			MinFit:                0.85,
-			MinDuration:           0,
+			Bucket:      tc.Bucket,
+			ShortWindow: tc.ShortWindow,
+			LongWindow:  tc.LongWindow,
+			WarmUp:      tc.WarmUp,
+			// The key takes whole bytes: 0.5 MiB per minute is 8738.13, written 8738.
+			MinRateBytesPerSecond: uint64(math.Round(tc.MinRate)),
+			MinFit:                tc.MinFit,
+			MinDuration:           tc.MinDuration,
 		},
 		Trace:    Trace{MaxBytes: 256 << 20},
 		Headroom: Headroom{SafetyMarginBytes: 2 << 30},
 		Demo: Demo{
-			GPUs:           4,
-			GPUMemoryBytes: 143771 << 20, // an H200 as NVML reports it
+			GPUs:           dc.GPUs,
+			GPUMemoryBytes: dc.GPUMemoryBytes,
 			Speed:          1,
-			Seed:           1,
+			Seed:           dc.Seed,
 		},
 	}
+}
+
+// EngineConfig is the trend engine's configuration for these settings: trend's
+// defaults with every trend key in place, so a detector setting without a key keeps
+// trend's default.
+func (t Trend) EngineConfig() trend.Config {
+	c := trend.DefaultConfig()
+	c.Bucket = t.Bucket
+	c.ShortWindow = t.ShortWindow
+	c.LongWindow = t.LongWindow
+	c.WarmUp = t.WarmUp
+	c.MinRate = float64(t.MinRateBytesPerSecond)
+	c.MinFit = t.MinFit
+	c.MinDuration = t.MinDuration
+	return c
+}
+
+// ServerOptions are the push server's options for these settings: push's defaults with
+// every push key in place (the caller adds its clock). Socket "" turns the server off,
+// so Path is only meaningful when it is set.
+func (p Push) ServerOptions() push.ServerOptions {
+	o := push.DefaultServerOptions()
+	o.Path = p.Socket
+	o.Mode = p.SocketMode
+	o.Group = p.SocketGroup
+	o.MaxConnections = p.MaxConnections
+	return o
+}
+
+// NodeConfig is the simulated node's configuration for these settings.
+func (d Demo) NodeConfig() demo.Config {
+	return demo.Config{GPUs: d.GPUs, GPUMemoryBytes: d.GPUMemoryBytes, Seed: d.Seed}
 }
 
 // Valid is a Config that passed Validate. Its field is unexported so no other package
@@ -162,16 +202,14 @@ func (v Valid) Config() Config {
 	return *v.c
 }
 
-// Limits that Validate enforces, named so messages and tests agree.
+// Limits of the rules config owns, named so messages, flag help and tests agree.
 const (
-	minPollInterval   = 100 * time.Millisecond
-	maxPollInterval   = time.Minute
-	minWindowBuckets  = 4
-	minTraceMaxBytes  = 1 << 20
-	maxDemoSpeed      = 3600
-	maxDemoGPUs       = 64
-	minDemoGPUMemory  = 1 << 30
-	maxUnixSocketPath = 107 // sun_path is 108 bytes including the terminating NUL
+	// The poll loop's range: faster costs NVML calls for nothing a trend bucket can
+	// use; slower leaves too few samples per bucket to take a floor from.
+	minPollInterval  = 100 * time.Millisecond
+	maxPollInterval  = time.Minute
+	minTraceMaxBytes = 1 << 20
+	maxDemoSpeed     = 3600
 )
 
 var (
@@ -179,130 +217,165 @@ var (
 	logFormats = []string{"console", "json"}
 )
 
-// Validate checks every setting and reports all problems at once (errors.Join), each
-// naming the YAML key, the bad value and what is allowed, so one run of --config.check
-// fixes a file instead of one error per run.
-func (c Config) Validate() (Valid, error) {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf(format, args...))
+// The YAML key of each field a package's Check may name. A field missing here is still
+// reported, under its section and Go name (see problems.consumer).
+var (
+	trendKeys = map[string]string{
+		"Bucket":      "trend.bucket",
+		"ShortWindow": "trend.short_window",
+		"LongWindow":  "trend.long_window",
+		"WarmUp":      "trend.warm_up",
+		"MinRate":     "trend.min_rate_bytes_per_second",
+		"MinFit":      "trend.min_fit",
+		"MinDuration": "trend.min_duration",
 	}
+	pushKeys = map[string]string{
+		"Path":           "push.socket",
+		"Mode":           "push.socket_mode",
+		"Group":          "push.socket_group",
+		"MaxConnections": "push.max_connections",
+	}
+	demoKeys = map[string]string{
+		"GPUs":           "demo.gpus",
+		"GPUMemoryBytes": "demo.gpu_memory_bytes",
+		"Seed":           "demo.seed",
+	}
+)
+
+// problem is one invalid setting: the YAML key and what is wrong with it.
+type problem struct{ key, text string }
+
+func (p problem) String() string { return p.key + ": " + p.text }
+
+type problems []problem
+
+func (ps *problems) add(key, format string, args ...any) {
+	*ps = append(*ps, problem{key, fmt.Sprintf(format, args...)})
+}
+
+// consumer returns a Check callback that files each problem under the key its field
+// comes from.
+func (ps *problems) consumer(section string, keys map[string]string) func(field, text string) {
+	return func(field, text string) {
+		key, ok := keys[field]
+		if !ok {
+			key = section + " (" + field + ")"
+		}
+		ps.add(key, "%s", text)
+	}
+}
+
+// Validate checks every setting and reports all problems at once (errors.Join), each
+// naming the YAML key, the bad value and what is allowed, in the order the keys appear
+// in the schema, so one run of --config.check fixes a file instead of one error per run.
+func (c Config) Validate() (Valid, error) {
+	ps := append(c.ownProblems(), c.consumerProblems()...)
+	if len(ps) == 0 {
+		return Valid{c: &c}, nil
+	}
+	order := map[string]int{}
+	for i, k := range schemaKeys(nil) {
+		order[k] = i
+	}
+	rank := func(p problem) int {
+		if i, ok := order[p.key]; ok {
+			return i
+		}
+		return len(order) // a key config does not know: last, in the order reported
+	}
+	slices.SortStableFunc(ps, func(a, b problem) int { return rank(a) - rank(b) })
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = errors.New(p.String())
+	}
+	return Valid{}, errors.Join(errs...)
+}
+
+// consumerProblems runs the checks of the packages that use the settings, on exactly
+// the values they will be given.
+func (c Config) consumerProblems() problems {
+	var ps problems
+	c.Trend.EngineConfig().Check(ps.consumer("trend", trendKeys))
+	report := ps.consumer("push", pushKeys)
+	c.Push.ServerOptions().Check(func(field, text string) {
+		// "" turns the socket off; the other options are still checked, so a file that
+		// turns it on later is already known good.
+		if field != "Path" || c.Push.Socket != "" {
+			report(field, text)
+		}
+	})
+	// demo: checked even when off, for the same reason.
+	c.Demo.NodeConfig().Check(ps.consumer("demo", demoKeys))
+	return ps
+}
+
+// ownProblems are the rules no package that uses the settings owns: the HTTP, procfs
+// and log settings the daemon's wiring reads, and rules across sections.
+func (c Config) ownProblems() problems {
+	var ps problems
 
 	// web
 	if _, port, err := net.SplitHostPort(c.Web.ListenAddress); err != nil || port == "" {
-		bad("web.listen_address: %q is not host:port; use host:port or :port, like %q", c.Web.ListenAddress, Default().Web.ListenAddress)
+		ps.add("web.listen_address", "%q is not host:port; use host:port or :port, like %q", c.Web.ListenAddress, Default().Web.ListenAddress)
 	}
 	if !strings.HasPrefix(c.Web.TelemetryPath, "/") {
-		bad("web.telemetry_path: %q does not start with \"/\"; use a URL path like %q", c.Web.TelemetryPath, "/"+c.Web.TelemetryPath)
+		ps.add("web.telemetry_path", "%q does not start with \"/\"; use a URL path like %q", c.Web.TelemetryPath, "/"+c.Web.TelemetryPath)
 	}
 
 	// paths
 	if c.Paths.Procfs == "" {
-		bad("paths.procfs: is empty; use the procfs mount point, usually %q", "/proc")
+		ps.add("paths.procfs", "is empty; use the procfs mount point, usually %q", "/proc")
 	}
 
 	// log
 	if !slices.Contains(logLevels, c.Log.Level) {
-		bad("log.level: %q is not a log level; use one of %s", c.Log.Level, strings.Join(logLevels, ", "))
+		ps.add("log.level", "%q is not a log level; use one of %s", c.Log.Level, strings.Join(logLevels, ", "))
 	}
 	if !slices.Contains(logFormats, c.Log.Format) {
-		bad("log.format: %q is not a log format; use one of %s", c.Log.Format, strings.Join(logFormats, ", "))
+		ps.add("log.format", "%q is not a log format; use one of %s", c.Log.Format, strings.Join(logFormats, ", "))
 	}
 
 	// nvml
 	pollOK := c.NVML.PollInterval >= minPollInterval && c.NVML.PollInterval <= maxPollInterval
 	if !pollOK {
-		bad("nvml.poll_interval: %s is out of range; use %s to %s", fmtDuration(c.NVML.PollInterval), fmtDuration(minPollInterval), fmtDuration(maxPollInterval))
+		ps.add("nvml.poll_interval", "%s is out of range; use %s to %s", fmtDuration(c.NVML.PollInterval), fmtDuration(minPollInterval), fmtDuration(maxPollInterval))
 	}
 
-	// push
-	if s := c.Push.Socket; s != "" {
-		if !filepath.IsAbs(s) {
-			bad("push.socket: %q is a relative path; use an absolute path like %q, or \"\" to disable the push socket", s, Default().Push.Socket)
-		} else if len(s) > maxUnixSocketPath {
-			bad("push.socket: %q is %d bytes long; a unix socket path may be at most %d bytes, so use a shorter directory", s, len(s), maxUnixSocketPath)
-		}
-	}
-	if c.Push.SocketMode&^os.ModePerm != 0 {
-		bad("push.socket_mode: %s has bits outside 0777; use permission bits only, like \"0660\"", fmtMode(c.Push.SocketMode))
-	}
-	// A sender pushes about once per poll interval; a TTL under two intervals would drop
-	// a healthy sender whose push lands just after a tick.
+	// push: a sender pushes about once per poll interval; a TTL under two intervals
+	// would drop a healthy sender whose push lands just after a tick.
 	if pollOK && c.Push.TTL < 2*c.NVML.PollInterval {
-		bad("push.ttl: %s is shorter than twice nvml.poll_interval (%s); use at least %s", fmtDuration(c.Push.TTL), fmtDuration(c.NVML.PollInterval), fmtDuration(2*c.NVML.PollInterval))
-	}
-	if c.Push.MaxConnections < 1 {
-		bad("push.max_connections: %d is out of range; use at least 1", c.Push.MaxConnections)
+		ps.add("push.ttl", "%s is shorter than twice nvml.poll_interval (%s); use at least %s", fmtDuration(c.Push.TTL), fmtDuration(c.NVML.PollInterval), fmtDuration(2*c.NVML.PollInterval))
 	}
 
-	// trend
-	t := c.Trend
-	if t.Bucket <= 0 {
-		bad("trend.bucket: %s is out of range; use a positive duration like %q", fmtDuration(t.Bucket), fmtDuration(Default().Trend.Bucket))
-	} else {
-		if pollOK && t.Bucket < c.NVML.PollInterval {
-			bad("trend.bucket: %s is shorter than nvml.poll_interval (%s), so some buckets would hold no sample; use at least %s", fmtDuration(t.Bucket), fmtDuration(c.NVML.PollInterval), fmtDuration(c.NVML.PollInterval))
-		}
-		shortOK := checkWindow(bad, "trend.short_window", t.ShortWindow, t.Bucket)
-		longOK := checkWindow(bad, "trend.long_window", t.LongWindow, t.Bucket)
-		if shortOK && longOK && t.LongWindow <= t.ShortWindow {
-			bad("trend.long_window: %s is not longer than trend.short_window (%s); make long_window longer than short_window", fmtDuration(t.LongWindow), fmtDuration(t.ShortWindow))
-		}
-	}
-	if t.WarmUp < 0 {
-		bad("trend.warm_up: %s is negative; use 0 to turn warm-up off, or a duration like %q", fmtDuration(t.WarmUp), fmtDuration(Default().Trend.WarmUp))
-	}
-	if t.MinRateBytesPerSecond == 0 {
-		bad("trend.min_rate_bytes_per_second: 0 would call any growth a leak; use at least 1, like %d (the default, 0.5 MiB per minute)", Default().Trend.MinRateBytesPerSecond)
-	}
-	if math.IsNaN(t.MinFit) || t.MinFit < 0 || t.MinFit > 1 {
-		bad("trend.min_fit: %g is out of range; use 0 to 1", t.MinFit)
-	}
-	if t.MinDuration < 0 {
-		bad("trend.min_duration: %s is negative; use 0 (the default) or a duration like \"5m\"", fmtDuration(t.MinDuration))
+	// trend: the join feeds the engine once per poll, so a bucket shorter than a poll
+	// would hold no sample. (trend checks bucket > 0 itself.)
+	if pollOK && c.Trend.Bucket > 0 && c.Trend.Bucket < c.NVML.PollInterval {
+		ps.add("trend.bucket", "%s is shorter than nvml.poll_interval (%s), so some buckets would hold no sample; use at least %s", fmtDuration(c.Trend.Bucket), fmtDuration(c.NVML.PollInterval), fmtDuration(c.NVML.PollInterval))
 	}
 
 	// trace
 	if c.Trace.MaxBytes < minTraceMaxBytes {
-		bad("trace.max_bytes: %d is below the minimum of %d (1 MiB); raise it", c.Trace.MaxBytes, minTraceMaxBytes)
+		ps.add("trace.max_bytes", "%d is below the minimum of %d (1 MiB); raise it", c.Trace.MaxBytes, minTraceMaxBytes)
 	}
 
-	// demo: checked even when off, so a file that turns it on later is already known good.
-	d := c.Demo
-	if d.GPUs < 1 || d.GPUs > maxDemoGPUs {
-		bad("demo.gpus: %d is out of range; use 1 to %d", d.GPUs, maxDemoGPUs)
+	// demo: speed scales the daemon's clock, which the wiring builds.
+	if d := c.Demo.Speed; math.IsNaN(d) || d < 1 || d > maxDemoSpeed {
+		ps.add("demo.speed", "%g is out of range; use 1 (real time) to %d", d, maxDemoSpeed)
 	}
-	if d.GPUMemoryBytes < minDemoGPUMemory {
-		bad("demo.gpu_memory_bytes: %d is below the minimum of %d (1 GiB); use a real GPU's size, like %d", d.GPUMemoryBytes, minDemoGPUMemory, Default().Demo.GPUMemoryBytes)
-	}
-	if math.IsNaN(d.Speed) || d.Speed < 1 || d.Speed > maxDemoSpeed {
-		bad("demo.speed: %g is out of range; use 1 (real time) to %d", d.Speed, maxDemoSpeed)
-	}
-
-	if len(errs) > 0 {
-		return Valid{}, errors.Join(errs...)
-	}
-	return Valid{c: &c}, nil
+	return ps
 }
 
-// checkWindow reports whether a trend window is a positive whole number of buckets and
-// long enough for a slope to mean something.
-func checkWindow(bad func(string, ...any), key string, w, bucket time.Duration) bool {
-	if w%bucket != 0 || w <= 0 {
-		lo := w / bucket * bucket
-		hi := lo + bucket
-		if lo <= 0 {
-			bad("%s: %s is not a positive multiple of trend.bucket (%s); use a multiple like %s", key, fmtDuration(w), fmtDuration(bucket), fmtDuration(minWindowBuckets*bucket))
-		} else {
-			bad("%s: %s is not a multiple of trend.bucket (%s); use %s or %s", key, fmtDuration(w), fmtDuration(bucket), fmtDuration(lo), fmtDuration(hi))
-		}
-		return false
+// schemaKeys lists every key under path in schema order, "web.listen_address" first.
+func schemaKeys(path []string) []string {
+	keys := knownKeys(path)
+	if keys == nil {
+		return []string{strings.Join(path, ".")}
 	}
-	if w < minWindowBuckets*bucket {
-		bad("%s: %s is shorter than %d buckets of trend.bucket (%s); use at least %s", key, fmtDuration(w), minWindowBuckets, fmtDuration(bucket), fmtDuration(minWindowBuckets*bucket))
-		return false
+	var out []string
+	for _, k := range keys {
+		out = append(out, schemaKeys(append(slices.Clone(path), k))...)
 	}
-	return true
+	return out
 }
 
 // fmtDuration prints durations the way users write them ("2h", "1m30s") rather than

@@ -125,31 +125,31 @@ var invalidFiles = []struct {
 	}, "\n")},
 	{"invalid-socket-mode-number.yml", `config file testdata/invalid-socket-mode-number.yml: line 2: push.socket_mode: 0660 is a bare number, which YAML may read as decimal or as octal; quote it as an octal string, like "0660"`},
 	{"invalid-socket-mode-string.yml", `config file testdata/invalid-socket-mode-string.yml: line 2: push.socket_mode: "0999" is not an octal mode; write octal digits, like "0660"`},
-	{"invalid-socket-mode-setuid.yml", `config file testdata/invalid-socket-mode-setuid.yml: line 2: push.socket_mode: "4770" has bits outside 0777; use permission bits only, like "0660"`},
+	{"invalid-socket-mode-setuid.yml", `push.socket_mode: 04770 has bits outside 0777; use permission bits only, like "0660"`},
 	{"invalid-syntax.yml", `config file testdata/invalid-syntax.yml: yaml: line 2: did not find expected key (check the indentation and quoting near that line)`},
 	{"invalid-two-documents.yml", `config file testdata/invalid-two-documents.yml: line 4: a second YAML document starts here; put all settings in one document`},
 
 	{"invalid-poll-interval-zero.yml", `nvml.poll_interval: 0s is out of range; use 100ms to 1m`},
 	{"invalid-poll-interval-long.yml", `nvml.poll_interval: 2m is out of range; use 100ms to 1m`},
 	{"invalid-ttl.yml", `push.ttl: 1.5s is shorter than twice nvml.poll_interval (1s); use at least 2s`},
-	{"invalid-window-order.yml", `trend.long_window: 15m is not longer than trend.short_window (2h); make long_window longer than short_window`},
-	{"invalid-window-equal.yml", `trend.long_window: 30m is not longer than trend.short_window (30m); make long_window longer than short_window`},
-	{"invalid-window-multiple.yml", `trend.short_window: 1m40s is not a multiple of trend.bucket (30s); use 1m30s or 2m`},
-	{"invalid-window-too-short.yml", `trend.short_window: 1m is shorter than 4 buckets of trend.bucket (30s); use at least 2m`},
+	{"invalid-window-order.yml", `trend.long_window: 15m is not longer than the short window (2h); make it longer than the short window`},
+	{"invalid-window-equal.yml", `trend.long_window: 30m is not longer than the short window (30m); make it longer than the short window`},
+	{"invalid-window-multiple.yml", `trend.short_window: 1m40s is not a multiple of the bucket (30s); use 1m30s or 2m`},
+	{"invalid-window-too-short.yml", `trend.short_window: 1m is shorter than 5 buckets of 30s; use at least 2m30s`},
 	{"invalid-min-fit.yml", `trend.min_fit: 1.5 is out of range; use 0 to 1`},
 	{"invalid-log-level.yml", `log.level: "verbose" is not a log level; use one of debug, info, warn, error`},
 	{"invalid-log-format.yml", `log.format: "xml" is not a log format; use one of console, json`},
 	{"invalid-telemetry-path.yml", `web.telemetry_path: "metrics" does not start with "/"; use a URL path like "/metrics"`},
 	{"invalid-listen-address.yml", `web.listen_address: "localhost" is not host:port; use host:port or :port, like ":10090"`},
-	{"invalid-socket-relative.yml", `push.socket: "push.sock" is a relative path; use an absolute path like "/run/vram_exporter/push.sock", or "" to disable the push socket`},
-	{"invalid-max-connections.yml", `push.max_connections: 0 is out of range; use at least 1`},
+	{"invalid-socket-relative.yml", `push.socket: "push.sock" is not an absolute path; use one like "/run/vram_exporter/push.sock"`},
+	{"invalid-max-connections.yml", `push.max_connections: 0 is out of range; use at least 1, like 4096`},
 	{"invalid-trace-max-bytes.yml", `trace.max_bytes: 10 is below the minimum of 1048576 (1 MiB); raise it`},
 	{"invalid-demo-speed.yml", `demo.speed: 0 is out of range; use 1 (real time) to 3600`},
 	{"invalid-many.yml", strings.Join([]string{
 		`web.listen_address: "localhost" is not host:port; use host:port or :port, like ":10090"`,
 		`log.level: "verbose" is not a log level; use one of debug, info, warn, error`,
 		`log.format: "xml" is not a log format; use one of console, json`,
-		`push.max_connections: 0 is out of range; use at least 1`,
+		`push.max_connections: 0 is out of range; use at least 1, like 4096`,
 		`demo.speed: 0 is out of range; use 1 (real time) to 3600`,
 	}, "\n")},
 }
@@ -230,19 +230,44 @@ func TestValidateInCode(t *testing.T) {
 			c.Trend.Bucket = 5 * time.Second
 		}, `trend.bucket: 5s is shorter than nvml.poll_interval (10s), so some buckets would hold no sample; use at least 10s`},
 		{"window zero", func(c *Config) { c.Trend.ShortWindow = 0 },
-			`trend.short_window: 0s is not a positive multiple of trend.bucket (30s); use a multiple like 2m`},
+			`trend.short_window: 0s is not a positive multiple of the bucket (30s); use a multiple like 2m30s`},
 		{"window below one bucket", func(c *Config) { c.Trend.LongWindow = 10 * time.Second },
-			`trend.long_window: 10s is not a positive multiple of trend.bucket (30s); use a multiple like 2m`},
+			`trend.long_window: 10s is not a positive multiple of the bucket (30s); use a multiple like 2m30s`},
 		{"negative warm-up", func(c *Config) { c.Trend.WarmUp = -time.Second },
 			`trend.warm_up: -1s is negative; use 0 to turn warm-up off, or a duration like "10m"`},
 		{"negative min duration", func(c *Config) { c.Trend.MinDuration = -time.Minute },
 			`trend.min_duration: -1m is negative; use 0 (the default) or a duration like "5m"`},
 		{"zero min rate", func(c *Config) { c.Trend.MinRateBytesPerSecond = 0 },
-			`trend.min_rate_bytes_per_second: 0 would call any growth a leak; use at least 1, like 8738 (the default, 0.5 MiB per minute)`},
+			`trend.min_rate_bytes_per_second: 0 bytes per second would call any growth a leak; use a positive rate, like 8738 (about the default, 0.5 MiB per minute)`},
 		{"demo gpus", func(c *Config) { c.Demo.GPUs = 0 }, `demo.gpus: 0 is out of range; use 1 to 64`},
 		{"demo memory", func(c *Config) { c.Demo.GPUMemoryBytes = 1 << 20 },
-			`demo.gpu_memory_bytes: 1048576 is below the minimum of 1073741824 (1 GiB); use a real GPU's size, like 150754820096`},
+			`demo.gpu_memory_bytes: 1048576 is below the minimum of 1073741824 (1 GiB); use a real GPU's size, like 150754820096 (an H200)`},
 		{"demo too fast", func(c *Config) { c.Demo.Speed = 3601 }, `demo.speed: 3601 is out of range; use 1 (real time) to 3600`},
+		{"socket mode zero", func(c *Config) { c.Push.SocketMode = 0 },
+			`push.socket_mode: 0000 lets no one but root connect; grant read and write to the senders, like "0660"`},
+		{"socket off, its options still checked", func(c *Config) { c.Push.Socket = ""; c.Push.SocketMode = 0o1660 },
+			`push.socket_mode: 01660 has bits outside 0777; use permission bits only, like "0660"`},
+		// The rules below once passed here and failed at start (trend wanted 5 buckets
+		// and at most 100000 of them).
+		{"short window of four buckets", func(c *Config) { c.Trend.ShortWindow = 2 * time.Minute },
+			`trend.short_window: 2m is shorter than 5 buckets of 30s; use at least 2m30s`},
+		{"long window of too many buckets", func(c *Config) {
+			c.Trend.Bucket, c.Trend.ShortWindow, c.Trend.LongWindow = time.Second, time.Minute, 48*time.Hour
+		}, `trend.long_window: 48h holds more than 100000 buckets of 1s, the most kept per series; use a wider bucket or a shorter window`},
+		// Problems come in schema order, whichever package's rule found them.
+		{"schema order across owners", func(c *Config) {
+			c.Demo.GPUs = 0
+			c.Push.MaxConnections = 0
+			c.Push.TTL = time.Second
+			c.Push.SocketMode = 0o1660
+			c.Web.TelemetryPath = "m"
+		}, strings.Join([]string{
+			`web.telemetry_path: "m" does not start with "/"; use a URL path like "/m"`,
+			`push.socket_mode: 01660 has bits outside 0777; use permission bits only, like "0660"`,
+			`push.ttl: 1s is shorter than twice nvml.poll_interval (1s); use at least 2s`,
+			`push.max_connections: 0 is out of range; use at least 1, like 4096`,
+			`demo.gpus: 0 is out of range; use 1 to 64`,
+		}, "\n")},
 		// A broken poll interval must not drag the rules built on it into the report.
 		{"poll interval broken alone", func(c *Config) { c.NVML.PollInterval = 0; c.Push.TTL = 0 },
 			`nvml.poll_interval: 0s is out of range; use 100ms to 1m`},
@@ -285,20 +310,6 @@ func TestValidHoldsItsOwnCopy(t *testing.T) {
 	}
 }
 
-func TestSocketDirMode(t *testing.T) {
-	for _, tc := range []struct{ socket, dir os.FileMode }{
-		{0o660, 0o770},
-		{0o600, 0o700},
-		{0o640, 0o750},
-		{0o666, 0o777},
-		{0o220, 0o220}, // write-only: no read, so no search bit either
-	} {
-		if got := (Push{SocketMode: tc.socket}).SocketDirMode(); got != tc.dir {
-			t.Errorf("SocketDirMode(%04o) = %04o, want %04o", tc.socket, got, tc.dir)
-		}
-	}
-}
-
 func TestParseMode(t *testing.T) {
 	for _, tc := range []struct {
 		in      string
@@ -314,7 +325,8 @@ func TestParseMode(t *testing.T) {
 		{"0o", 0, `"0o" is not an octal mode; write octal digits, like "0660"`},
 		{"+660", 0, `"+660" is not an octal mode; write octal digits, like "0660"`},
 		{"rw-rw----", 0, `"rw-rw----" is not an octal mode; write octal digits, like "0660"`},
-		{"01777", 0, `"01777" has bits outside 0777; use permission bits only, like "0660"`},
+		// Which bits a socket may have is push's rule, applied by Validate.
+		{"01777", 0o1777, ""},
 	} {
 		got, err := parseMode(tc.in)
 		gotErr := ""

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 // FlagRegistrar is what RegisterFlags needs: both *kingpin.Application and
@@ -49,7 +51,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	register(f, r.Flag("log.format", help("Log format: console or json.", "log.format", d.Log.Format)).PlaceHolder("FORMAT"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Log.Format = v })
 
-	register(f, r.Flag("nvml.poll-interval", help("How often NVML is sampled (100ms to 1m).", "nvml.poll_interval", fmtDuration(d.NVML.PollInterval))).PlaceHolder("DURATION"),
+	register(f, r.Flag("nvml.poll-interval", help(fmt.Sprintf("How often NVML is sampled (%s to %s).", fmtDuration(minPollInterval), fmtDuration(maxPollInterval)), "nvml.poll_interval", fmtDuration(d.NVML.PollInterval))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.NVML.PollInterval = v })
 	register(f, r.Flag("nvml.library-path", help("Path to libnvidia-ml.so.1.", "nvml.library_path", `"" (found by the loader)`)).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.NVML.LibraryPath = v })
@@ -65,7 +67,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	register(f, r.Flag("push.max-connections", help("Most push connections held at once.", "push.max_connections", strconv.Itoa(d.Push.MaxConnections))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxConnections = v })
 
-	register(f, r.Flag("trend.short-window", help("Short growth-slope window; a multiple of trend.bucket.", "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
+	register(f, r.Flag("trend.short-window", help(fmt.Sprintf("Short growth-slope window; a multiple of trend.bucket, at least %d buckets.", trend.MinWindowBuckets), "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.ShortWindow = v })
 	register(f, r.Flag("trend.long-window", help("Long growth-slope window; a multiple of trend.bucket, longer than the short window.", "trend.long_window", fmtDuration(d.Trend.LongWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.LongWindow = v })
@@ -77,7 +79,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 
 	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML and the push socket.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
 		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Demo.Enabled = v })
-	register(f, r.Flag("demo.speed", help("Demo time acceleration, 1 to 3600.", "demo.speed", strconv.FormatFloat(d.Demo.Speed, 'g', -1, 64))).PlaceHolder("FACTOR"),
+	register(f, r.Flag("demo.speed", help(fmt.Sprintf("Demo time acceleration, 1 to %d.", maxDemoSpeed), "demo.speed", strconv.FormatFloat(d.Demo.Speed, 'g', -1, 64))).PlaceHolder("FACTOR"),
 		(*kingpin.FlagClause).Float64, func(c *Config, v float64) { c.Demo.Speed = v })
 	register(f, r.Flag("demo.seed", help("Demo random seed.", "demo.seed", strconv.FormatInt(d.Demo.Seed, 10))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int64, func(c *Config, v int64) { c.Demo.Seed = v })
@@ -125,17 +127,26 @@ func modeVar(fc *kingpin.FlagClause) *os.FileMode {
 // Load builds the validated configuration: the file named by --config.file (or the
 // defaults without one), then every flag the user set, then Validate.
 func (f *Flags) Load() (Valid, error) {
+	c, err := f.merged()
+	if err != nil {
+		return Valid{}, err
+	}
+	return c.Validate()
+}
+
+// merged is the file (or the defaults) with the flags the user set over it, unchecked.
+func (f *Flags) merged() (Config, error) {
 	c := Default()
 	if path := *f.configFile; path != "" {
 		var err error
 		if c, err = LoadFile(path); err != nil {
-			return Valid{}, err
+			return Config{}, err
 		}
 	}
 	for _, o := range f.overrides {
 		o(&c)
 	}
-	return c.Validate()
+	return c, nil
 }
 
 // CheckOnly reports --config.check: validate, report and exit without serving.

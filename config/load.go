@@ -106,15 +106,13 @@ func modeFromNode(n *yaml.Node) (os.FileMode, error) {
 	return parseMode(n.Value)
 }
 
-// parseMode reads an octal permission string such as "0660", "660" or "0o660".
+// parseMode reads an octal mode string such as "0660", "660" or "0o660". Which modes
+// the socket may have is push's rule (push.ServerOptions.Check), applied by Validate.
 func parseMode(s string) (os.FileMode, error) {
 	digits := strings.TrimPrefix(s, "0o")
 	v, err := strconv.ParseUint(digits, 8, 32)
 	if err != nil || digits == "" || digits[0] == '+' {
 		return 0, fmt.Errorf(`%q is not an octal mode; write octal digits, like "0660"`, s)
-	}
-	if v&^0o777 != 0 {
-		return 0, fmt.Errorf(`%q has bits outside 0777; use permission bits only, like "0660"`, s)
 	}
 	return os.FileMode(v), nil
 }

@@ -19,6 +19,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -63,9 +64,42 @@ const (
 
 // Config sizes the simulated node.
 type Config struct {
-	GPUs           int    // number of GPUs, at least 1
-	GPUMemoryBytes uint64 // per GPU, at least 1 GiB
+	GPUs           int    // number of GPUs, 1 to MaxGPUs
+	GPUMemoryBytes uint64 // per GPU, at least MinGPUMemoryBytes
 	Seed           int64
+}
+
+// Bounds of Config: MaxGPUs keeps a typo from simulating a node far larger than any real
+// one (8 to 16 GPUs); MinGPUMemoryBytes is the smallest GPU the scenarios scale down to.
+const (
+	MaxGPUs           = 64
+	MinGPUMemoryBytes = GiB
+)
+
+// DefaultConfig is a four-GPU H200 node; package config reads demo's defaults from here.
+func DefaultConfig() Config {
+	return Config{GPUs: 4, GPUMemoryBytes: H200Bytes, Seed: 1}
+}
+
+// Check reports every setting New cannot run with, one call per problem: field is the
+// Config field's name; problem says what is wrong and what to use without naming the
+// field, so package config can name the key the user wrote.
+func (c Config) Check(report func(field, problem string)) {
+	if c.GPUs < 1 || c.GPUs > MaxGPUs {
+		report("GPUs", fmt.Sprintf("%d is out of range; use 1 to %d", c.GPUs, MaxGPUs))
+	}
+	if c.GPUMemoryBytes < MinGPUMemoryBytes {
+		report("GPUMemoryBytes", fmt.Sprintf("%d is below the minimum of %d (1 GiB); use a real GPU's size, like %d (an H200)", c.GPUMemoryBytes, MinGPUMemoryBytes, H200Bytes))
+	}
+}
+
+// Validate reports every problem Check finds, each prefixed with its field, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	c.Check(func(field, problem string) {
+		errs = append(errs, fmt.Errorf("demo: %s: %s", field, problem))
+	})
+	return errors.Join(errs...)
 }
 
 // Store is where simulated clients push: the daemon's *push.Store.
@@ -189,11 +223,8 @@ type Node struct {
 // New returns a node whose simulated second 0 is epoch. Nothing runs until AdvanceTo or
 // Run; NVML serves the GPUs with no processes until then.
 func New(cfg Config, epoch time.Time) (*Node, error) {
-	if cfg.GPUs < 1 {
-		return nil, fmt.Errorf("demo: need at least one GPU, got %d", cfg.GPUs)
-	}
-	if cfg.GPUMemoryBytes < GiB {
-		return nil, fmt.Errorf("demo: GPU memory %d is below 1 GiB", cfg.GPUMemoryBytes)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	n := &Node{
 		cfg:      cfg,

@@ -370,11 +370,23 @@ func TestFactsForUnknownPIDIsNotFound(t *testing.T) {
 }
 
 func TestConfigSizesTheNode(t *testing.T) {
-	if _, err := New(Config{GPUs: 0, GPUMemoryBytes: H200Bytes}, epoch); err == nil {
-		t.Error("0 GPUs accepted")
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{GPUs: 0, GPUMemoryBytes: H200Bytes}, "demo: GPUs: 0 is out of range; use 1 to 64"},
+		{Config{GPUs: 65, GPUMemoryBytes: H200Bytes}, "demo: GPUs: 65 is out of range; use 1 to 64"},
+		{Config{GPUs: 1, GPUMemoryBytes: 1 << 20}, "demo: GPUMemoryBytes: 1048576 is below the minimum of 1073741824 (1 GiB); use a real GPU's size, like 150754820096 (an H200)"},
+	} {
+		if _, err := New(tc.cfg, epoch); err == nil || err.Error() != tc.want {
+			t.Errorf("New(%+v) = %v, want %s", tc.cfg, err, tc.want)
+		}
 	}
-	if _, err := New(Config{GPUs: 1, GPUMemoryBytes: 1 << 20}, epoch); err == nil {
-		t.Error("1 MiB GPU accepted")
+	if _, err := New(DefaultConfig(), epoch); err != nil {
+		t.Errorf("New(DefaultConfig()) = %v", err)
+	}
+	if _, err := New(Config{GPUs: MaxGPUs, GPUMemoryBytes: MinGPUMemoryBytes}, epoch); err != nil {
+		t.Errorf("New at the bounds = %v", err)
 	}
 	// A small GPU and more GPUs than scenarios: everything fits, extra GPUs get replicas.
 	n, err := New(Config{GPUs: 6, GPUMemoryBytes: 24 * GiB, Seed: 1}, epoch)

@@ -37,9 +37,15 @@ type Recorder interface {
 	Record(v *View) error
 }
 
-// Options configure a Joiner.
+// DefaultSweepIdle is Options.SweepIdle's default.
+const DefaultSweepIdle = 2 * time.Minute
+
+// Options configure a Joiner. Zero values take the defaults.
 type Options struct {
-	Interval time.Duration // the sample tick; trend needs it even, so it is a timer, not the scrape
+	// Interval is the sample tick; trend needs it even, so it is a timer, not the
+	// scrape. The default is the poller's, nvml.DefaultPollInterval: the join samples
+	// what the poller publishes.
+	Interval time.Duration
 	Clock    clock.Clock
 	// Trend may be nil: then no slopes or verdicts are computed.
 	Trend *trend.Engine
@@ -68,10 +74,10 @@ func New(nv NVMLSource, ps PushSource, facts FactsReader, opts Options, logger *
 		opts.Clock = clock.Real{}
 	}
 	if opts.Interval <= 0 {
-		opts.Interval = time.Second
+		opts.Interval = nvml.DefaultPollInterval
 	}
 	if opts.SweepIdle <= 0 {
-		opts.SweepIdle = 2 * time.Minute
+		opts.SweepIdle = DefaultSweepIdle
 	}
 	j := &Joiner{nvml: nv, push: ps, facts: facts, opts: opts, log: logger}
 	j.latest.Store(&View{Time: opts.Clock.Now(), Demo: opts.Demo})
@@ -215,14 +221,7 @@ func (j *Joiner) mergeSender(s push.Sender, get func(uint32, string) *Process) {
 		}
 		p.Pushed = true
 		p.Runtimes = appendRuntime(p.Runtimes, rt)
-		for _, pl := range d.Pools {
-			np := Pool{
-				Name: pl.Name, Parent: pl.Parent,
-				Allocated: pl.Allocated, Reserved: pl.Reserved,
-				PeakAllocated: opt(pl.PeakAllocated), Active: opt(pl.Active),
-				InactiveSplit: opt(pl.InactiveSplit), Limit: opt(pl.Limit),
-				AllocRetries: opt(pl.AllocRetries), OOMs: opt(pl.OOMs),
-			}
+		for _, np := range d.Pools {
 			replaced := false
 			for i := range p.Pools {
 				if p.Pools[i].Name == np.Name {
@@ -243,14 +242,14 @@ func (j *Joiner) mergeSender(s push.Sender, get func(uint32, string) *Process) {
 	}
 }
 
-func (p *Process) add(pl Pool) {
+func (p *Process) add(pl push.Pool) {
 	if pl.Parent == "" {
 		p.AllocatedBytes += pl.Allocated
 		p.ReservedBytes += pl.Reserved
 	}
 }
 
-func (p *Process) subtract(pl Pool) {
+func (p *Process) subtract(pl push.Pool) {
 	if pl.Parent == "" {
 		p.AllocatedBytes -= pl.Allocated
 		p.ReservedBytes -= pl.Reserved
@@ -278,8 +277,6 @@ func equalLabels(a, b map[string]string) bool {
 	return true
 }
 
-func opt(o push.Optional) OptionalBytes { return OptionalBytes{Value: o.Value, Set: o.Set} }
-
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
@@ -294,19 +291,12 @@ func (j *Joiner) observeTrends(v *View) {
 	}
 	for i := range v.GPUs {
 		g := &v.GPUs[i]
-		g.Trend = e.ObserveGPU(trend.GPUSample{UUID: g.UUID, T: v.Time, Used: float64(g.UsedBytes), Total: float64(g.TotalBytes)})
+		g.Trend = e.ObserveGPU(g.Sample(v.Time))
 		g.HasTrend = true
 	}
 	for i := range v.Processes {
 		p := &v.Processes[i]
-		s := trend.Sample{
-			Key:  trend.Key{PID: p.PID, Start: p.Facts.StartTicks, UUID: p.UUID},
-			T:    v.Time,
-			Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
-			Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
-			Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
-		}
-		p.Trend = e.Observe(s)
+		p.Trend = e.Observe(p.Sample(v.Time))
 		p.HasTrend = true
 	}
 	e.Sweep(v.Time, j.opts.SweepIdle)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/leak/trace"
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/procinfo"
@@ -217,6 +218,28 @@ func TestJoinFeedsTrendAndRecorder(t *testing.T) {
 	want := `{"t":1700000000,"pid":100,"start":1000,"uuid":"` + gpuA + `","used":2147483648,"allocated":1073741824,"reserved":1610612736}`
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("trace lacks the joined process line %s:\n%s", want, out.String())
+	}
+
+	// Read back, the trace is exactly what the engine was fed: a replay sees what the
+	// daemon saw. (A trace's times read back in UTC.)
+	r := trace.NewReader(bytes.NewReader(out.Bytes()))
+	for i := range v.GPUs {
+		rec, err := r.Next()
+		want := v.GPUs[i].Sample(v.Time.UTC())
+		if err != nil || rec.GPU == nil || *rec.GPU != want {
+			t.Errorf("trace GPU line %d = %+v, %v; want %+v", i+1, rec.GPU, err, want)
+		}
+	}
+	for i := range v.Processes {
+		rec, err := r.Next()
+		want := v.Processes[i].Sample(v.Time.UTC())
+		if err != nil || rec.Process == nil || *rec.Process != want {
+			t.Errorf("trace process line %d = %+v, %v; want %+v", i+1, rec.Process, err, want)
+		}
+	}
+	if got := p.Sample(v.Time); got != (trend.Sample{Key: trend.Key{PID: 100, Start: 1000, UUID: gpuA}, T: start,
+		Used: 2 * GiB, Allocated: GiB, Reserved: 1536 * MiB, HasUsed: true, HasAllocated: true, HasReserved: true}) {
+		t.Errorf("Sample of pid 100 = %+v", got)
 	}
 }
 

@@ -19,24 +19,17 @@ func NewTraceRecorder(out *bufio.Writer, maxBytes int64) *TraceRecorder {
 	return &TraceRecorder{buf: out, w: trace.NewWriter(out, maxBytes)}
 }
 
-// Record writes one line per GPU and per (pid, uuid) of the view. Allocated and reserved
-// are the top-level pool sums, as the trend engine sees them.
+// Record writes one line per GPU and per (pid, uuid) of the view: the samples the trend
+// engine is fed (GPU.Sample, Process.Sample).
 func (r *TraceRecorder) Record(v *View) error {
 	for i := range v.GPUs {
 		g := &v.GPUs[i]
-		if err := r.w.WriteGPU(trace.GPU{T: v.Time, UUID: g.UUID, Used: float64(g.UsedBytes), Total: float64(g.TotalBytes)}); err != nil {
+		if err := r.w.WriteGPU(g.Sample(v.Time)); err != nil {
 			return err
 		}
 	}
 	for i := range v.Processes {
-		p := &v.Processes[i]
-		err := r.w.WriteProcess(trace.Process{
-			T: v.Time, PID: p.PID, Start: p.Facts.StartTicks, UUID: p.UUID,
-			Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
-			Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
-			Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
-		})
-		if err != nil {
+		if err := r.w.WriteProcess(v.Processes[i].Sample(v.Time)); err != nil {
 			return err
 		}
 	}

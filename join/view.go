@@ -44,6 +44,11 @@ type GPU struct {
 	HasTrend bool
 }
 
+// Sample is what the trend engine (and a recorded trace) sees of g at t.
+func (g *GPU) Sample(t time.Time) trend.GPUSample {
+	return trend.GPUSample{UUID: g.UUID, T: t, Used: float64(g.UsedBytes), Total: float64(g.TotalBytes)}
+}
+
 // Process is one process on one GPU: what the driver sees, what its allocators said, and
 // what the two together mean.
 type Process struct {
@@ -67,7 +72,7 @@ type Process struct {
 	Pushed        bool
 	UnknownDevice bool // pushed UUID that NVML does not know while NVML is up
 	Runtimes      []Runtime
-	Pools         []Pool // sorted by name
+	Pools         []push.Pool // sorted by name
 	// AllocatedBytes and ReservedBytes sum the top-level pools (Parent == ""): nested
 	// pools live inside their parent and are never counted twice.
 	AllocatedBytes uint64
@@ -92,31 +97,16 @@ type Runtime struct {
 	Labels  map[string]string
 }
 
-// Pool is one allocator pool of one process on one GPU.
-type Pool struct {
-	Name, Parent  string
-	Allocated     uint64
-	Reserved      uint64
-	PeakAllocated OptionalBytes
-	Active        OptionalBytes
-	InactiveSplit OptionalBytes
-	Limit         OptionalBytes
-	AllocRetries  OptionalBytes
-	OOMs          OptionalBytes
-}
-
-// OptionalBytes is a value a runtime may or may not report.
-type OptionalBytes struct {
-	Value uint64
-	Set   bool
-}
-
-// CachedBytes is reserved − allocated: memory the allocator holds for reuse.
-func (p Pool) CachedBytes() uint64 {
-	if p.Reserved < p.Allocated {
-		return 0 // the protocol rejects this; kept defensive for hand-built views
+// Sample is what the trend engine (and a recorded trace) sees of p at t: the driver's
+// used bytes and the top-level pool sums, each present only when its view exists.
+func (p *Process) Sample(t time.Time) trend.Sample {
+	return trend.Sample{
+		Key:  trend.Key{PID: p.PID, Start: p.Facts.StartTicks, UUID: p.UUID},
+		T:    t,
+		Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
+		Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
+		Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
 	}
-	return p.Reserved - p.Allocated
 }
 
 // Label returns the client label name from any runtime of the process ("" if none).

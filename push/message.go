@@ -58,6 +58,14 @@ type Pool struct {
 	OOMs                Optional
 }
 
+// CachedBytes is reserved − allocated: memory the allocator holds for reuse.
+func (p Pool) CachedBytes() uint64 {
+	if p.Reserved < p.Allocated {
+		return 0 // Decode rejects this; kept defensive for hand-built pools
+	}
+	return p.Reserved - p.Allocated
+}
+
 // Optional is a byte or counter field a runtime may not report; Set tells "absent" from 0.
 type Optional struct {
 	Value uint64

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,7 +51,9 @@ var disconnectReasons = [...]string{
 // DisconnectReasons returns every disconnect reason, for exporting each at zero.
 func DisconnectReasons() []string { return append([]string(nil), disconnectReasons[:]...) }
 
-// ServerOptions configure a Server. Zero values take the Default* constants.
+// ServerOptions configure a Server. NewServer fills zero fields from
+// DefaultServerOptions, a convenience for tests and embedders; the daemon's
+// configuration passes every field, so Check sees what the user set.
 type ServerOptions struct {
 	Path                  string
 	Mode                  os.FileMode // socket file mode; the directory, if created, gets x where r is set
@@ -60,6 +64,96 @@ type ServerOptions struct {
 	Burst                 int
 	MaxConsecutiveRejects int
 	Clock                 clock.Clock
+}
+
+// DefaultServerOptions returns the defaults of every option (Group "": the daemon's own
+// group; Clock nil: the wall clock). package config reads its defaults from here.
+func DefaultServerOptions() ServerOptions {
+	return ServerOptions{
+		Path:                  DefaultSocketPath,
+		Mode:                  DefaultSocketMode,
+		MaxConnections:        DefaultMaxConnections,
+		MaxMessageBytes:       DefaultMaxMessageBytes,
+		RatePerSecond:         DefaultRatePerSecond,
+		Burst:                 DefaultBurst,
+		MaxConsecutiveRejects: DefaultMaxConsecutiveRejects,
+	}
+}
+
+// maxSocketPath is the longest unix socket path: sun_path is 108 bytes including the
+// terminating NUL.
+const maxSocketPath = 107
+
+// Check reports every option the server cannot run with, one call per problem. field is
+// the ServerOptions field's name; problem says what is wrong and what to use without
+// naming the field, so a caller that reads the options from elsewhere (package config's
+// YAML keys and flags) can name the key the user wrote. Whether Group exists is a fact
+// of the host, not of the options: NewServer looks it up.
+func (o ServerOptions) Check(report func(field, problem string)) {
+	switch {
+	case !filepath.IsAbs(o.Path):
+		report("Path", fmt.Sprintf("%q is not an absolute path; use one like %q", o.Path, DefaultSocketPath))
+	case len(o.Path) > maxSocketPath:
+		report("Path", fmt.Sprintf("%q is %d bytes long; a unix socket path may be at most %d bytes, so use a shorter directory", o.Path, len(o.Path), maxSocketPath))
+	}
+	switch {
+	case o.Mode&^os.ModePerm != 0:
+		report("Mode", fmt.Sprintf("%#04o has bits outside 0777; use permission bits only, like \"%#04o\"", uint32(o.Mode), uint32(DefaultSocketMode)))
+	case o.Mode&0o666 == 0:
+		// Without r or w for anyone, only root could connect: surely a slip.
+		report("Mode", fmt.Sprintf("%#04o lets no one but root connect; grant read and write to the senders, like \"%#04o\"", uint32(o.Mode), uint32(DefaultSocketMode)))
+	}
+	atLeastOne := func(field string, n, def int) {
+		if n < 1 {
+			report(field, fmt.Sprintf("%d is out of range; use at least 1, like %d", n, def))
+		}
+	}
+	atLeastOne("MaxConnections", o.MaxConnections, DefaultMaxConnections)
+	atLeastOne("MaxMessageBytes", o.MaxMessageBytes, DefaultMaxMessageBytes)
+	if !(o.RatePerSecond > 0) || math.IsInf(o.RatePerSecond, 0) {
+		report("RatePerSecond", fmt.Sprintf("%g is out of range; use a positive number of messages per second, like %d", o.RatePerSecond, DefaultRatePerSecond))
+	}
+	atLeastOne("Burst", o.Burst, DefaultBurst)
+	atLeastOne("MaxConsecutiveRejects", o.MaxConsecutiveRejects, DefaultMaxConsecutiveRejects)
+}
+
+// Validate reports every problem Check finds, each prefixed with its field, or nil.
+func (o ServerOptions) Validate() error {
+	var errs []error
+	o.Check(func(field, problem string) {
+		errs = append(errs, fmt.Errorf("push: %s: %s", field, problem))
+	})
+	return errors.Join(errs...)
+}
+
+// withDefaults fills zero fields from DefaultServerOptions.
+func (o ServerOptions) withDefaults() ServerOptions {
+	def := DefaultServerOptions()
+	if o.Path == "" {
+		o.Path = def.Path
+	}
+	if o.Mode == 0 {
+		o.Mode = def.Mode
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = def.MaxConnections
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = def.MaxMessageBytes
+	}
+	if o.RatePerSecond == 0 {
+		o.RatePerSecond = def.RatePerSecond
+	}
+	if o.Burst == 0 {
+		o.Burst = def.Burst
+	}
+	if o.MaxConsecutiveRejects == 0 {
+		o.MaxConsecutiveRejects = def.MaxConsecutiveRejects
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	return o
 }
 
 // Stats are the server's counters, for the collector. Connections equals
@@ -102,7 +196,8 @@ type Server struct {
 	logs logLimiter
 }
 
-// NewServer checks opts and returns a Server that has not yet touched the filesystem.
+// NewServer fills opts' zero fields with the defaults, checks them (Check) and returns a
+// Server that has not yet touched the filesystem.
 func NewServer(opts ServerOptions, store *Store, logger *zap.Logger) (*Server, error) {
 	if store == nil {
 		return nil, errors.New("push: NewServer needs a Store")
@@ -110,32 +205,9 @@ func NewServer(opts ServerOptions, store *Store, logger *zap.Logger) (*Server, e
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	if opts.Path == "" {
-		opts.Path = DefaultSocketPath
-	}
-	if opts.Mode == 0 {
-		opts.Mode = DefaultSocketMode
-	}
-	if opts.Mode&^os.ModePerm != 0 {
-		return nil, fmt.Errorf("push socket mode %v has bits other than permissions; use e.g. 0660", opts.Mode)
-	}
-	if opts.MaxConnections <= 0 {
-		opts.MaxConnections = DefaultMaxConnections
-	}
-	if opts.MaxMessageBytes <= 0 {
-		opts.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if opts.RatePerSecond <= 0 {
-		opts.RatePerSecond = DefaultRatePerSecond
-	}
-	if opts.Burst <= 0 {
-		opts.Burst = DefaultBurst
-	}
-	if opts.MaxConsecutiveRejects <= 0 {
-		opts.MaxConsecutiveRejects = DefaultMaxConsecutiveRejects
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
+	opts = opts.withDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	gid, err := lookupGroup(opts.Group)
 	if err != nil {

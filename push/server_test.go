@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -441,7 +442,7 @@ func newListenServer(t *testing.T, opts ServerOptions) *Server {
 func TestListenModesAndGroup(t *testing.T) {
 	tests := []struct {
 		mode, wantDir os.FileMode
-	}{{0o660, 0o770}, {0o600, 0o700}, {0o666, 0o777}}
+	}{{0o660, 0o770}, {0o600, 0o700}, {0o640, 0o750}, {0o666, 0o777}}
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			dir := filepath.Join(socketDir(t), "vram")
@@ -543,10 +544,70 @@ func TestNewServerRejectsBadOptions(t *testing.T) {
 	if _, err := NewServer(ServerOptions{Group: "no-such-group-xyz"}, NewStore(0, 0, nil), nil); err == nil || !strings.Contains(err.Error(), "no-such-group-xyz") {
 		t.Errorf("unknown group: %v", err)
 	}
-	if _, err := NewServer(ServerOptions{Mode: os.ModeSetuid | 0o660}, NewStore(0, 0, nil), nil); err == nil {
-		t.Error("setuid mode accepted")
+	if _, err := NewServer(ServerOptions{Mode: os.ModeSetuid | 0o660}, NewStore(0, 0, nil), nil); err == nil || !strings.Contains(err.Error(), "push: Mode: 040000660 has bits outside 0777") {
+		t.Errorf("setuid mode: %v", err)
+	}
+	if _, err := NewServer(ServerOptions{MaxConnections: -1}, NewStore(0, 0, nil), nil); err == nil || !strings.Contains(err.Error(), "push: MaxConnections: -1 is out of range") {
+		t.Errorf("negative connection limit: %v", err)
 	}
 	if _, err := NewServer(ServerOptions{}, nil, nil); err == nil {
 		t.Error("nil store accepted")
+	}
+}
+
+func TestDefaultServerOptionsPassCheck(t *testing.T) {
+	if err := DefaultServerOptions().Validate(); err != nil {
+		t.Errorf("DefaultServerOptions().Validate() = %v", err)
+	}
+	// NewServer's zero-filling and DefaultServerOptions must be the same defaults.
+	got := ServerOptions{}.withDefaults()
+	if got.Clock == nil {
+		t.Error("ServerOptions{}.withDefaults() has no clock")
+	}
+	got.Clock = nil
+	if want := DefaultServerOptions(); got != want {
+		t.Errorf("ServerOptions{}.withDefaults() = %+v, want DefaultServerOptions() %+v", got, want)
+	}
+}
+
+func TestServerOptionsCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*ServerOptions)
+		want string // Validate's text; "" means valid
+	}{
+		{"longest path", func(o *ServerOptions) { o.Path = "/" + strings.Repeat("s", 106) }, ""},
+		{"path too long", func(o *ServerOptions) { o.Path = "/" + strings.Repeat("s", 107) },
+			`push: Path: "/` + strings.Repeat("s", 107) + `" is 108 bytes long; a unix socket path may be at most 107 bytes, so use a shorter directory`},
+		{"relative path", func(o *ServerOptions) { o.Path = "push.sock" },
+			`push: Path: "push.sock" is not an absolute path; use one like "/run/vram_exporter/push.sock"`},
+		{"empty path", func(o *ServerOptions) { o.Path = "" },
+			`push: Path: "" is not an absolute path; use one like "/run/vram_exporter/push.sock"`},
+		{"write-only mode", func(o *ServerOptions) { o.Mode = 0o220 }, ""},
+		{"mode with sticky bit", func(o *ServerOptions) { o.Mode = 0o1660 },
+			`push: Mode: 01660 has bits outside 0777; use permission bits only, like "0660"`},
+		{"mode nobody may use", func(o *ServerOptions) { o.Mode = 0o111 },
+			`push: Mode: 0111 lets no one but root connect; grant read and write to the senders, like "0660"`},
+		{"zero connections", func(o *ServerOptions) { o.MaxConnections = 0 },
+			`push: MaxConnections: 0 is out of range; use at least 1, like 4096`},
+		{"rate NaN", func(o *ServerOptions) { o.RatePerSecond = math.NaN() },
+			`push: RatePerSecond: NaN is out of range; use a positive number of messages per second, like 100`},
+		{"several", func(o *ServerOptions) { o.Burst = 0; o.MaxConsecutiveRejects = -2; o.MaxMessageBytes = 0 }, strings.Join([]string{
+			`push: MaxMessageBytes: 0 is out of range; use at least 1, like 65536`,
+			`push: Burst: 0 is out of range; use at least 1, like 200`,
+			`push: MaxConsecutiveRejects: -2 is out of range; use at least 1, like 20`,
+		}, "\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultServerOptions()
+			tc.edit(&o)
+			got := ""
+			if err := o.Validate(); err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Validate()\n got: %s\nwant: %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -116,8 +116,8 @@ func (p proc) build() join.Process {
 	if p.reserve > 0 {
 		out.Pushed = true
 		out.Runtimes = []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: p.labels}}
-		out.Pools = []join.Pool{{Name: "torch", Allocated: p.alloc, Reserved: p.reserve,
-			PeakAllocated: join.OptionalBytes{Value: p.alloc + 512*MiB, Set: true}, AllocRetries: join.OptionalBytes{Set: true}}}
+		out.Pools = []push.Pool{{Name: "torch", Allocated: p.alloc, Reserved: p.reserve,
+			PeakAllocated: push.Optional{Value: p.alloc + 512*MiB, Set: true}, AllocRetries: push.Optional{Set: true}}}
 		out.AllocatedBytes, out.ReservedBytes = p.alloc, p.reserve
 		out.LastPush = Time.Add(-700 * time.Millisecond)
 		if out.HasNVML {

@@ -204,17 +204,8 @@ func fallbackSocketPath() string {
 	return filepath.Join(os.TempDir(), "vram_exporter-"+strconv.Itoa(os.Getuid()), "push.sock")
 }
 
-func trendConfig(cfg config.Config) trend.Config {
-	t := trend.DefaultConfig()
-	t.Bucket = cfg.Trend.Bucket
-	t.ShortWindow = cfg.Trend.ShortWindow
-	t.LongWindow = cfg.Trend.LongWindow
-	t.WarmUp = cfg.Trend.WarmUp
-	t.MinRate = float64(cfg.Trend.MinRateBytesPerSecond)
-	t.MinFit = cfg.Trend.MinFit
-	t.MinDuration = cfg.Trend.MinDuration
-	return t
-}
+// trendConfig is config's conversion, the one --config.check validated.
+func trendConfig(cfg config.Config) trend.Config { return cfg.Trend.EngineConfig() }
 
 // serveHTTP serves /metrics, the landing page and health endpoints until ctx is done.
 func (d *daemon) serveHTTP(ctx context.Context) error {

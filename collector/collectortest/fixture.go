@@ -37,7 +37,7 @@ func (s StaticPush) Stats() push.Stats { return s.S }
 // pool field, a nested KV cache pool, the given verdict), an NVML-only process, NVML
 // error counters and a push sender.
 func Node(now time.Time, verdict trend.Verdict) *join.View {
-	set := func(v uint64) join.OptionalBytes { return join.OptionalBytes{Value: v, Set: true} }
+	set := func(v uint64) push.Optional { return push.Optional{Value: v, Set: true} }
 	return &join.View{
 		Time: now,
 		NVML: nvml.Snapshot{
@@ -61,7 +61,7 @@ func Node(now time.Time, verdict trend.Verdict) *join.View {
 					StartTime: now.Add(-time.Hour), ContainerID: "containerd://" + strings.Repeat("ab", 32), PodUID: "0f8b6a3e-1111-2222-3333-444455556666"},
 				Pushed:   true,
 				Runtimes: []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"}}},
-				Pools: []join.Pool{
+				Pools: []push.Pool{
 					{Name: "torch", Allocated: 1 * gib, Reserved: 1536 * mib, PeakAllocated: set(1200 * mib), Active: set(1100 * mib),
 						InactiveSplit: set(2 * mib), Limit: set(100 * gib), AllocRetries: set(1), OOMs: set(0)},
 					{Name: "vllm.kv_cache", Parent: "torch", Allocated: 512 * mib, Reserved: 512 * mib},

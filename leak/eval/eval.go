@@ -394,8 +394,8 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 		if origin.IsZero() || t.Before(origin) {
 			origin = t
 		}
-		if p := rec.Process; p != nil && p.HasUsed && (l.PID == 0 || l.PID == p.PID) {
-			k := seriesKey{p.PID, p.UUID}
+		if p := rec.Process; p != nil && p.HasUsed && (l.PID == 0 || l.PID == p.Key.PID) {
+			k := seriesKey{p.Key.PID, p.Key.UUID}
 			ld.raw[k] = append(ld.raw[k], rawSample{t: p.T.Sub(origin), used: p.Used})
 		}
 	}

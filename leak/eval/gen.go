@@ -290,7 +290,7 @@ func Generate(s Spec, w io.Writer) error {
 		unatt := s.UnattrBase*mib + sumSteps(p.unattSteps, life) + math.Round(unLeak)
 		used := p.reserved + unatt
 		t := epoch.Add(el)
-		rec := trace.Process{T: t, PID: pid, Start: p.start, UUID: uuid, Used: used, HasUsed: true}
+		rec := trend.Sample{Key: trend.Key{PID: pid, Start: p.start, UUID: uuid}, T: t, Used: used, HasUsed: true}
 		if s.Push {
 			rec.Allocated, rec.HasAllocated = allocated, true
 			rec.Reserved, rec.HasReserved = p.reserved, true
@@ -298,7 +298,7 @@ func Generate(s Spec, w io.Writer) error {
 		if err := tw.WriteProcess(rec); err != nil {
 			return fmt.Errorf("generating %s: %w", s.Name, err)
 		}
-		if err := tw.WriteGPU(trace.GPU{T: t, UUID: uuid, Used: used + 600*mib, Total: total}); err != nil {
+		if err := tw.WriteGPU(trend.GPUSample{T: t, UUID: uuid, Used: used + 600*mib, Total: total}); err != nil {
 			return fmt.Errorf("generating %s: %w", s.Name, err)
 		}
 	}

@@ -92,27 +92,24 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 		var t time.Time
 		switch {
 		case rec.Process != nil:
-			p := rec.Process
+			p := *rec.Process
+			pk := p.Key
 			t = p.T
 			sum.ProcessRecords++
 			// A start of 0 is "unknown" (procfs unreadable as the process exits), not a
 			// new process: it continues the last known start of that (pid, uuid).
-			start := p.Start
+			start := pk.Start
 			if start == 0 {
-				start = lastStart[pidUUID{p.PID, p.UUID}]
+				start = lastStart[pidUUID{pk.PID, pk.UUID}]
 			} else {
-				lastStart[pidUUID{p.PID, p.UUID}] = start
+				lastStart[pidUUID{pk.PID, pk.UUID}] = start
 			}
-			k := key{p.PID, start, p.UUID}
+			k := key{pk.PID, start, pk.UUID}
 			if !seen[k] {
 				seen[k] = true
 				sum.Processes++
 			}
-			res := eng.Observe(trend.Sample{
-				Key: trend.Key{PID: p.PID, Start: p.Start, UUID: p.UUID}, T: p.T,
-				Used: p.Used, Allocated: p.Allocated, Reserved: p.Reserved,
-				HasUsed: p.HasUsed, HasAllocated: p.HasAllocated, HasReserved: p.HasReserved,
-			})
+			res := eng.Observe(p)
 			prev, known := last[k]
 			if !known || prev != res.Verdict {
 				last[k] = res.Verdict
@@ -121,14 +118,13 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 				if at.IsZero() || !known {
 					at = p.T
 				}
-				fn(Change{T: at, PID: p.PID, Start: start, UUID: p.UUID, Verdict: res.Verdict,
+				fn(Change{T: at, PID: pk.PID, Start: start, UUID: pk.UUID, Verdict: res.Verdict,
 					Previous: prev, Reason: res.Reason, Growth: res.Growth})
 			}
 		case rec.GPU != nil:
-			g := rec.GPU
-			t = g.T
+			t = rec.GPU.T
 			sum.GPURecords++
-			eng.ObserveGPU(trend.GPUSample{UUID: g.UUID, T: g.T, Used: g.Used, Total: g.Total})
+			eng.ObserveGPU(*rec.GPU)
 		}
 		if sum.First.IsZero() || t.Before(sum.First) {
 			sum.First = t

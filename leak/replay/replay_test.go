@@ -21,11 +21,11 @@ func leakTrace(t *testing.T) string {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for el := time.Duration(0); el <= 40*time.Minute; el += 5 * time.Second {
 		a := 65<<20 + 20*trend.MiBPerMinute*el.Seconds()
-		if err := w.WriteProcess(trace.Process{T: t0.Add(el), PID: 7, Start: 99, UUID: "GPU-0123456789abcdef",
+		if err := w.WriteProcess(trend.Sample{T: t0.Add(el), Key: trend.Key{PID: 7, Start: 99, UUID: "GPU-0123456789abcdef"},
 			Allocated: a, Reserved: a + 512<<20, Used: a + 1200<<20, HasAllocated: true, HasReserved: true, HasUsed: true}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.WriteGPU(trace.GPU{T: t0.Add(el), UUID: "GPU-0123456789abcdef", Used: a + 2<<30, Total: 140 << 30}); err != nil {
+		if err := w.WriteGPU(trend.GPUSample{T: t0.Add(el), UUID: "GPU-0123456789abcdef", Used: a + 2<<30, Total: 140 << 30}); err != nil {
 			t.Fatal(err)
 		}
 		if el == time.Minute {
@@ -92,7 +92,7 @@ func TestRunErrors(t *testing.T) {
 		want   string
 	}{
 		{name: "unknown format", format: "yaml", want: `unknown output format "yaml": use one of table, json`},
-		{name: "invalid config", format: FormatJSON, cfg: func(c *trend.Config) { c.MinFit = 2 }, want: "minimum fit must be between 0 and 1"},
+		{name: "invalid config", format: FormatJSON, cfg: func(c *trend.Config) { c.MinFit = 2 }, want: "trend: MinFit: 2 is out of range; use 0 to 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

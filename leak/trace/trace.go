@@ -28,30 +28,17 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
-// Process is one sample of a process on a GPU.
-type Process struct {
-	T                                  time.Time
-	PID                                uint32
-	Start                              uint64 // process start ticks; 0 unknown
-	UUID                               string
-	Used, Allocated, Reserved          float64
-	HasUsed, HasAllocated, HasReserved bool
-}
-
-// GPU is one sample of a whole GPU.
-type GPU struct {
-	T           time.Time
-	UUID        string
-	Used, Total float64
-}
-
-// Record is one line: exactly one of Process and GPU is set.
+// Record is one line: exactly one of Process and GPU is set. A line holds exactly what
+// the trend engine is fed (its Sample and GPUSample), so a replay sees what the daemon
+// saw.
 type Record struct {
 	Line    int // 1-based line number in the input
-	Process *Process
-	GPU     *GPU
+	Process *trend.Sample
+	GPU     *trend.GPUSample
 }
 
 // line is the wire form. Pointers tell "absent" from zero.
@@ -166,12 +153,12 @@ func parse(b []byte) (Record, error) {
 		if l.GPUUsed == nil || l.GPUTotal == nil {
 			return Record{}, errNoGPU
 		}
-		return Record{GPU: &GPU{T: t, UUID: l.UUID, Used: *l.GPUUsed, Total: *l.GPUTotal}}, nil
+		return Record{GPU: &trend.GPUSample{T: t, UUID: l.UUID, Used: *l.GPUUsed, Total: *l.GPUTotal}}, nil
 	}
 	if *l.PID < 1 || *l.PID > math.MaxUint32 {
 		return Record{}, errBadPID
 	}
-	p := &Process{T: t, PID: uint32(*l.PID), Start: l.Start, UUID: l.UUID}
+	p := &trend.Sample{T: t, Key: trend.Key{PID: uint32(*l.PID), Start: l.Start, UUID: l.UUID}}
 	if l.Used != nil {
 		p.Used, p.HasUsed = *l.Used, true
 	}
@@ -212,18 +199,18 @@ func NewWriter(w io.Writer, maxBytes int64) *Writer {
 }
 
 // WriteProcess appends a process line.
-func (w *Writer) WriteProcess(p Process) error {
+func (w *Writer) WriteProcess(p trend.Sample) error {
 	b := w.buf[:0]
 	b = append(b, `{"t":`...)
 	b = appendTime(b, p.T)
 	b = append(b, `,"pid":`...)
-	b = strconv.AppendUint(b, uint64(p.PID), 10)
-	if p.Start != 0 {
+	b = strconv.AppendUint(b, uint64(p.Key.PID), 10)
+	if p.Key.Start != 0 {
 		b = append(b, `,"start":`...)
-		b = strconv.AppendUint(b, p.Start, 10)
+		b = strconv.AppendUint(b, p.Key.Start, 10)
 	}
 	b = append(b, `,"uuid":`...)
-	b = strconv.AppendQuote(b, p.UUID)
+	b = strconv.AppendQuote(b, p.Key.UUID)
 	if p.HasUsed {
 		b = appendField(b, "used", p.Used)
 	}
@@ -239,7 +226,7 @@ func (w *Writer) WriteProcess(p Process) error {
 }
 
 // WriteGPU appends a GPU line.
-func (w *Writer) WriteGPU(g GPU) error {
+func (w *Writer) WriteGPU(g trend.GPUSample) error {
 	b := w.buf[:0]
 	b = append(b, `{"t":`...)
 	b = appendTime(b, g.T)

@@ -7,16 +7,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
 func TestRoundTrip(t *testing.T) {
 	at := time.Date(2025, 1, 1, 0, 0, 0, 500_000_000, time.UTC)
-	procs := []Process{
-		{T: at, PID: 4242, Start: 123456, UUID: "GPU-abc", Used: 1 << 30, Allocated: 65 << 20, Reserved: 512 << 20, HasUsed: true, HasAllocated: true, HasReserved: true},
-		{T: at.Add(time.Second), PID: 1, UUID: "GPU-abc", Used: 7, HasUsed: true},
-		{T: at.Add(1234567 * time.Microsecond), PID: 4294967295, UUID: `GPU-"quoted"`},
+	procs := []trend.Sample{
+		{T: at, Key: trend.Key{PID: 4242, Start: 123456, UUID: "GPU-abc"}, Used: 1 << 30, Allocated: 65 << 20, Reserved: 512 << 20, HasUsed: true, HasAllocated: true, HasReserved: true},
+		{T: at.Add(time.Second), Key: trend.Key{PID: 1, UUID: "GPU-abc"}, Used: 7, HasUsed: true},
+		{T: at.Add(1234567 * time.Microsecond), Key: trend.Key{PID: 4294967295, UUID: `GPU-"quoted"`}},
 	}
-	gpu := GPU{T: at, UUID: "GPU-abc", Used: 8 << 30, Total: 140 << 30}
+	gpu := trend.GPUSample{T: at, UUID: "GPU-abc", Used: 8 << 30, Total: 140 << 30}
 
 	var buf bytes.Buffer
 	w := NewWriter(&buf, 0)
@@ -94,7 +96,7 @@ func TestMalformedLinesAreCounted(t *testing.T) {
 func TestWriterBound(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewWriter(&buf, 200)
-	p := Process{T: time.Unix(1, 0), PID: 1, UUID: "GPU-a", Used: 1, HasUsed: true}
+	p := trend.Sample{T: time.Unix(1, 0), Key: trend.Key{PID: 1, UUID: "GPU-a"}, Used: 1, HasUsed: true}
 	var errs []error
 	for range 20 {
 		if err := w.WriteProcess(p); err != nil {

@@ -17,10 +17,13 @@
 package trend
 
 import (
+	"errors"
 	"fmt"
-	"github.com/vram-exporter/vram_exporter/api"
 	"math"
+	"strings"
 	"time"
+
+	"github.com/vram-exporter/vram_exporter/api"
 )
 
 // Config holds the detector's thresholds. DefaultConfig's values are the ones the
@@ -70,6 +73,9 @@ const maxBuckets = 100_000
 
 // minPoints is how many floors a window needs before its slope means anything.
 const minPoints = 5
+
+// MinWindowBuckets is the fewest buckets Check accepts in a window, for help texts.
+const MinWindowBuckets = minPoints
 
 // The fast window: the newest fastFraction of the short window, fitted alongside it
 // from its own running sums. A leak that rises fast draws a clean line long before the
@@ -124,27 +130,80 @@ func fastBuckets(cfg Config) int64 {
 	return n
 }
 
-// Validate reports the first problem with c, worded for the person who set it.
-func (c Config) Validate() error {
-	switch {
-	case c.Bucket <= 0:
-		return fmt.Errorf("trend: bucket must be positive, got %s", c.Bucket)
-	case c.ShortWindow < minPoints*c.Bucket:
-		return fmt.Errorf("trend: short window %s must hold at least %d buckets of %s", c.ShortWindow, minPoints, c.Bucket)
-	case c.LongWindow < c.ShortWindow:
-		return fmt.Errorf("trend: long window %s must not be shorter than the short window %s", c.LongWindow, c.ShortWindow)
-	case c.LongWindow/c.Bucket > maxBuckets:
-		return fmt.Errorf("trend: long window %s holds more than %d buckets of %s; use a wider bucket", c.LongWindow, maxBuckets, c.Bucket)
-	case c.WarmUp < 0:
-		return fmt.Errorf("trend: warm-up must not be negative, got %s", c.WarmUp)
-	case !(c.MinRate > 0) || math.IsInf(c.MinRate, 0):
-		return fmt.Errorf("trend: minimum rate must be a positive number of bytes per second, got %v", c.MinRate)
-	case !(c.MinFit >= 0 && c.MinFit <= 1):
-		return fmt.Errorf("trend: minimum fit must be between 0 and 1, got %v", c.MinFit)
-	case c.MinDuration < 0:
-		return fmt.Errorf("trend: minimum duration must not be negative, got %s", c.MinDuration)
+// Check reports every setting of c the engine cannot run with, one call per problem.
+// field is the Config field's name; problem says what is wrong and what to use without
+// naming the field, so a caller that reads the settings from elsewhere (package config's
+// YAML keys and flags) can name the key the user wrote. These are the only rules the
+// engine's settings have: NewEngine, Validate and --config.check all apply them.
+func (c Config) Check(report func(field, problem string)) {
+	def := DefaultConfig()
+	if c.Bucket <= 0 {
+		report("Bucket", fmt.Sprintf("%s is out of range; use a positive duration like %q", fmtDuration(c.Bucket), fmtDuration(def.Bucket)))
+	} else {
+		// The engine keeps whole buckets, so a window between two multiples would be
+		// cut short without a word; and one of fewer than minPoints floors never yields
+		// a slope.
+		window := func(field string, w time.Duration) bool {
+			least := minPoints * c.Bucket
+			switch lo := w / c.Bucket * c.Bucket; {
+			case lo <= 0:
+				report(field, fmt.Sprintf("%s is not a positive multiple of the bucket (%s); use a multiple like %s", fmtDuration(w), fmtDuration(c.Bucket), fmtDuration(least)))
+			case lo != w:
+				report(field, fmt.Sprintf("%s is not a multiple of the bucket (%s); use %s or %s", fmtDuration(w), fmtDuration(c.Bucket), fmtDuration(lo), fmtDuration(lo+c.Bucket)))
+			case w < least:
+				report(field, fmt.Sprintf("%s is shorter than %d buckets of %s; use at least %s", fmtDuration(w), minPoints, fmtDuration(c.Bucket), fmtDuration(least)))
+			default:
+				return true
+			}
+			return false
+		}
+		shortOK := window("ShortWindow", c.ShortWindow)
+		longOK := window("LongWindow", c.LongWindow)
+		switch {
+		case shortOK && longOK && c.LongWindow <= c.ShortWindow:
+			// An equal long window repeats the short fit and never adds evidence.
+			report("LongWindow", fmt.Sprintf("%s is not longer than the short window (%s); make it longer than the short window", fmtDuration(c.LongWindow), fmtDuration(c.ShortWindow)))
+		case longOK && c.LongWindow/c.Bucket > maxBuckets:
+			report("LongWindow", fmt.Sprintf("%s holds more than %d buckets of %s, the most kept per series; use a wider bucket or a shorter window", fmtDuration(c.LongWindow), maxBuckets, fmtDuration(c.Bucket)))
+		}
 	}
-	return nil
+	if c.WarmUp < 0 {
+		report("WarmUp", fmt.Sprintf("%s is negative; use 0 to turn warm-up off, or a duration like %q", fmtDuration(c.WarmUp), fmtDuration(def.WarmUp)))
+	}
+	switch {
+	case !(c.MinRate > 0):
+		report("MinRate", fmt.Sprintf("%g bytes per second would call any growth a leak; use a positive rate, like %.0f (about the default, 0.5 MiB per minute)", c.MinRate, def.MinRate))
+	case math.IsInf(c.MinRate, 0):
+		report("MinRate", fmt.Sprintf("%g bytes per second would never call growth a leak; use a finite rate, like %.0f (about the default, 0.5 MiB per minute)", c.MinRate, def.MinRate))
+	}
+	if !(c.MinFit >= 0 && c.MinFit <= 1) {
+		report("MinFit", fmt.Sprintf("%g is out of range; use 0 to 1", c.MinFit))
+	}
+	if c.MinDuration < 0 {
+		report("MinDuration", fmt.Sprintf("%s is negative; use 0 (the default) or a duration like \"5m\"", fmtDuration(c.MinDuration)))
+	}
+}
+
+// Validate reports every problem Check finds, each prefixed with its field, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	c.Check(func(field, problem string) {
+		errs = append(errs, fmt.Errorf("trend: %s: %s", field, problem))
+	})
+	return errors.Join(errs...)
+}
+
+// fmtDuration prints durations the way people write them ("2h", "1m30s"), not
+// time.Duration's "2h0m0s", because Check's problems end up in front of users.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // Key identifies a process on a GPU. Start (the process start time in clock ticks, from
