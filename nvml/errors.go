@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvml
 
 import (
@@ -5,37 +7,6 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
-
-// Call names used in ErrorKey.Call. They are the go-nvml method names, so an operator
-// can look them up in the NVML reference; the set is fixed, which keeps the
-// vram_nvml_errors_total label bounded.
-const (
-	CallInit                          = "Init"
-	CallShutdown                      = "Shutdown"
-	CallSystemGetDriverVersion        = "SystemGetDriverVersion"
-	CallSystemGetNVMLVersion          = "SystemGetNVMLVersion"
-	CallDeviceGetCount                = "DeviceGetCount"
-	CallDeviceGetHandleByIndex        = "DeviceGetHandleByIndex"
-	CallGetUUID                       = "GetUUID"
-	CallGetName                       = "GetName"
-	CallGetPciInfo                    = "GetPciInfo"
-	CallGetMemoryInfoV2               = "GetMemoryInfo_v2"
-	CallGetMemoryInfo                 = "GetMemoryInfo"
-	CallGetBAR1MemoryInfo             = "GetBAR1MemoryInfo"
-	CallGetMigMode                    = "GetMigMode"
-	CallGetMaxMigDeviceCount          = "GetMaxMigDeviceCount"
-	CallGetMigDeviceHandleByIndex     = "GetMigDeviceHandleByIndex"
-	CallGetGpuInstanceID              = "GetGpuInstanceId"
-	CallGetComputeInstanceID          = "GetComputeInstanceId"
-	CallGetComputeRunningProcesses    = "GetComputeRunningProcesses"
-	CallGetGraphicsRunningProcesses   = "GetGraphicsRunningProcesses"
-	CallGetMPSComputeRunningProcesses = "GetMPSComputeRunningProcesses"
-)
-
-// ErrValueNotAvailable is the ErrorKey.Error used when a process list call succeeded
-// but NVML reported a process's used memory as NVML_VALUE_NOT_AVAILABLE (no permission,
-// some vGPU/WDDM setups). The process is still exported, with 0 bytes.
-const ErrValueNotAvailable = "value_not_available"
 
 // ReturnName maps an NVML return code to the short snake_case name used in
 // ErrorKey.Error. Unknown codes map to "other" so the label stays bounded whatever a

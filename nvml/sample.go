@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvml
 
 import (
@@ -7,13 +9,6 @@ import (
 	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-)
-
-// Process list kinds, in the bit order used by the kinds bitmask.
-const (
-	KindCompute  = "compute"
-	KindGraphics = "graphics"
-	KindMPS      = "mps"
 )
 
 var kindNames = [3]string{KindCompute, KindGraphics, KindMPS}

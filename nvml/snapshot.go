@@ -11,6 +11,13 @@ const (
 	MemoryAPIv1 = "v1" // nvmlDeviceGetMemoryInfo: older drivers; driver reservation unknown (0)
 )
 
+// Process list kinds, in the bit order used by the kinds bitmask.
+const (
+	KindCompute  = "compute"
+	KindGraphics = "graphics"
+	KindMPS      = "mps"
+)
+
 // GPU is one physical GPU, or one MIG device when MIG mode is on.
 type GPU struct {
 	Index    int    // NVML index of the physical GPU (not the CUDA index)

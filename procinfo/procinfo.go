@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,11 @@ import (
 // does not see the host PID namespace.
 var ErrNotFound = errors.New("process not found in procfs (it exited, or the daemon does not see the host PID namespace: " +
 	"run with hostPID: true and --path.procfs pointing at the host's /proc)")
+
+// ErrNotBuiltIn is what NewReader returns on an OS other than Linux, which has no
+// procfs: the daemon then runs without process facts (there are no GPU processes to
+// describe there anyway, since NVML and the push socket are Linux's too).
+var ErrNotBuiltIn = errors.New("process facts are not built in on " + runtime.GOOS + " (they are read from Linux's procfs)")
 
 // Facts about one process, read from procfs.
 type Facts struct {
@@ -95,6 +101,9 @@ type Reader struct {
 // NewReader opens the procfs mounted at procRoot and reads the boot time once
 // (it does not change while the machine is up).
 func NewReader(procRoot string, opts ...Option) (*Reader, error) {
+	if !builtIn {
+		return nil, ErrNotBuiltIn
+	}
 	r := &Reader{root: procRoot, pageSize: uint64(os.Getpagesize()), defaultRuntime: RuntimeContainerd}
 	for _, o := range opts {
 		o(r)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -25,6 +26,11 @@ func (e *inUseError) Error() string {
 
 func (e *inUseError) Is(target error) bool { return target == ErrSocketInUse }
 
+// ErrNotBuiltIn is matched (errors.Is) by the error Listen returns on an OS other than
+// Linux: the protocol needs SOCK_SEQPACKET unix sockets and SO_PASSCRED credentials.
+var ErrNotBuiltIn = errors.New("the push socket is not built in on " + runtime.GOOS +
+	" (it needs Linux's SOCK_SEQPACKET unix sockets and SO_PASSCRED): no allocator stats are received")
+
 // dirMode is the socket mode with x added wherever r is set: whoever may use the socket
 // must be able to traverse the directory to reach it.
 func dirMode(m os.FileMode) os.FileMode { return m | (m&0o444)>>2 }
@@ -33,6 +39,9 @@ func dirMode(m os.FileMode) os.FileMode { return m | (m&0o444)>>2 }
 // behind, binds the SOCK_SEQPACKET socket and applies mode, group and SO_PASSCRED.
 func (s *Server) Listen() error {
 	path := s.opts.Path
+	if !builtIn {
+		return ErrNotBuiltIn
+	}
 	if err := s.makeDir(filepath.Dir(path)); err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sys/unix"
 
 	"github.com/vram-exporter/vram_exporter/clock"
 )
@@ -351,82 +350,6 @@ func (b *tokenBucket) take(now time.Time, rate float64, burst int) bool {
 	return true
 }
 
-func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
-	rc, err := c.SyscallConn()
-	if err == nil {
-		err = setPassCred(rc)
-	}
-	if err != nil {
-		s.logger.Error("cannot enable SO_PASSCRED on a push connection; closing it", zap.Uint64("conn", id), zap.Error(err))
-		return DisconnectReadError
-	}
-	connectedAt := s.clock.Now()
-	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: connectedAt}
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
-	rejects := 0
-	for {
-		var (
-			buf            *[]byte
-			n, oobn, flags int
-			recvErr        error
-		)
-		// Waiting for readability before taking a buffer keeps idle connections (most of
-		// them, most of the time) from each pinning a 64 KiB buffer.
-		err := rc.Read(func(fd uintptr) bool {
-			buf = s.bufs.Get().(*[]byte)
-			n, oobn, flags, _, recvErr = unix.Recvmsg(int(fd), *buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
-			if recvErr == unix.EAGAIN || recvErr == unix.EINTR {
-				s.bufs.Put(buf)
-				buf = nil // never Put twice: two readers would share one buffer
-				return false
-			}
-			return true
-		})
-		if err == nil {
-			err = recvErr
-		}
-		if err != nil || (n == 0 && oobn == 0) {
-			// A SEQPACKET read of 0 bytes with no credentials is end of stream; an empty
-			// message still carries credentials.
-			if buf != nil {
-				s.bufs.Put(buf)
-			}
-			if err == nil || errors.Is(err, unix.ECONNRESET) {
-				return DisconnectClientClosed
-			}
-			s.mu.Lock()
-			closing := s.closing
-			s.mu.Unlock()
-			if !closing {
-				s.logger.Warn("reading from a push connection failed; closing it", zap.Uint64("conn", id), zap.Error(err))
-			}
-			return DisconnectReadError
-		}
-		s.bytes.Add(uint64(n))
-		truncated := flags&unix.MSG_TRUNC != 0 || n > s.opts.MaxMessageBytes
-		cred, rerr := s.ingest(id, connectedAt, &bucket, (*buf)[:n], truncated, oob[:oobn])
-		s.bufs.Put(buf)
-		if rerr == nil {
-			s.messages.Add(1)
-			rejects = 0
-			continue
-		}
-		s.rejected[reasonIndex(rerr.Reason)].Add(1)
-		s.logReject(rerr, cred, id)
-		// Sending too fast or arriving when the process table is full are not garbage:
-		// the sender is well-formed and will be served again soon.
-		if rerr.Reason == ReasonRateLimited || rerr.Reason == ReasonTooManyProcesses {
-			continue
-		}
-		rejects++
-		if rejects >= s.opts.MaxConsecutiveRejects {
-			s.logger.Warn("closing a push connection that sent only rejected messages",
-				zap.Uint64("conn", id), zap.Uint32("pid", cred.PID), zap.Int("consecutive_rejects", rejects))
-			return DisconnectGarbage
-		}
-	}
-}
-
 // ingest runs one received message through rate limit, size, credentials, decoding and
 // the store, in that order (the cheapest refusals first).
 func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b []byte, truncated bool, oob []byte) (Cred, *RejectError) {
@@ -454,62 +377,6 @@ func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b
 		return cred, re
 	}
 	return cred, nil
-}
-
-// credentials extracts the sender's kernel credentials from a message's control data. It
-// is pure (apart from closing passed descriptors) so tests can feed it a PID of 0, which
-// only a sender in a PID namespace the daemon cannot see produces.
-func credentials(oob []byte) (Cred, *RejectError) {
-	var cred Cred
-	found := false
-	// x/sys reads the header before checking the length: never hand it fewer bytes.
-	for len(oob) >= unix.SizeofCmsghdr {
-		hdr, data, rest, err := unix.ParseOneSocketControlMessage(oob)
-		if err != nil {
-			break
-		}
-		oob = rest
-		if hdr.Level != unix.SOL_SOCKET {
-			continue
-		}
-		m := unix.SocketControlMessage{Header: hdr, Data: data}
-		switch hdr.Type {
-		case unix.SCM_RIGHTS:
-			// The protocol passes no descriptors; never keep one a sender slipped in.
-			if fds, err := unix.ParseUnixRights(&m); err == nil {
-				for _, fd := range fds {
-					_ = unix.Close(fd)
-				}
-			}
-		case unix.SCM_CREDENTIALS:
-			if uc, err := unix.ParseUnixCredentials(&m); err == nil {
-				cred = Cred{PID: uint32(uc.Pid), UID: uc.Uid, GID: uc.Gid}
-				found = true
-			}
-		}
-	}
-	if !found {
-		return cred, reject(ReasonNoPID, "message carried no kernel credentials")
-	}
-	if cred.PID == 0 {
-		return cred, reject(ReasonNoPID, "the sender's PID is not visible in the daemon's PID namespace")
-	}
-	return cred, nil
-}
-
-func setPassCred(rc interface {
-	Control(func(fd uintptr)) error
-}) error {
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1)
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("setting SO_PASSCRED: %w", serr)
-	}
-	return nil
 }
 
 // logLimiter allows one log line per key per rejectLogInterval and counts the rest.

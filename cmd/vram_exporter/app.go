@@ -9,9 +9,20 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
-
-	"github.com/vram-exporter/vram_exporter/config"
 )
+
+// defaultCommandUsage follows kingpin's usage on `vram_exporter --help`: the daemon's
+// flags belong to the run command, but the documented invocations give them without
+// naming it, so the top-level help lists them too.
+const defaultCommandUsage = `{{if not .Context.SelectedCommand -}}
+{{range .App.Commands -}}
+{{if .Default -}}
+Flags of {{.FullCommand}}, the default command (given with or without "{{.FullCommand}}"):
+{{.Flags|FlagsToTwoColumns|FormatTwoColumns}}
+{{end -}}
+{{end -}}
+{{end -}}
+`
 
 // run parses args and runs the chosen command; it returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
@@ -20,9 +31,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	app.HelpFlag.Short('h')
 	app.UsageWriter(stdout)
 	app.ErrorWriter(stderr)
+	app.UsageTemplate(kingpin.DefaultUsageTemplate + defaultCommandUsage)
 
-	flags := config.RegisterFlags(app)
-	daemonCmd := app.Command("run", "Run the exporter daemon (the default command).").Default()
+	daemon := registerDaemon(app)
 	replay := registerReplay(app)
 	triage := registerTriage(app)
 
@@ -41,19 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	switch cmd {
-	case daemonCmd.FullCommand():
-		valid, err := flags.Load()
-		if err != nil {
-			fmt.Fprintf(stderr, "vram_exporter: invalid configuration:\n%v\n", err)
-			return 1
-		}
-		if flags.CheckOnly() {
-			fmt.Fprintln(stdout, "configuration is valid")
-			return 0
-		}
-		return runDaemon(ctx, valid, stdout, stderr)
+	case daemon.cmd.FullCommand():
+		return daemon.run(ctx, stdout, stderr)
 	case replay.cmd.FullCommand():
-		return replay.run(ctx, flags, stdout, stderr)
+		return replay.run(ctx, stdout, stderr)
 	case triage.cmd.FullCommand():
 		return triage.run(ctx, stdout, stderr)
 	}

@@ -72,7 +72,12 @@ func startDaemon(t *testing.T, extra ...string) *daemonProc {
 // so callers choose their base set) and extra, and waits until it listens.
 func launch(t *testing.T, base func(dir, socket string) []string, extra ...string) *daemonProc {
 	t.Helper()
-	bin := buildBinary(t)
+	return launchBinary(t, buildBinary(t), base, extra...)
+}
+
+// launchBinary is launch for a binary built some other way (without cgo, say).
+func launchBinary(t *testing.T, bin string, base func(dir, socket string) []string, extra ...string) *daemonProc {
+	t.Helper()
 	dir := t.TempDir()
 	d := &daemonProc{t: t, socket: filepath.Join(dir, "run", "push.sock"), done: make(chan error, 1)}
 	args := append([]string{"--web.listen-address=127.0.0.1:0", "--log.format=json", "--push.socket=" + d.socket}, base(dir, d.socket)...)

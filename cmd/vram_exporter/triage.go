@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/vram-exporter/vram_exporter/apiserver"
 	"io"
 	"net/http"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/common/version"
 
 	"github.com/vram-exporter/vram_exporter/triage"
 )
@@ -139,17 +137,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// newAPIHandler serves /api/v1/… from the daemon's joined view.
-func newAPIHandler(d *daemon) http.Handler {
-	node, err := os.Hostname()
-	if err != nil {
-		node = ""
-	}
-	return apiserver.NewHandler(d.joiner, apiserver.Options{
-		SafetyMarginBytes: d.cfg.Headroom.SafetyMarginBytes,
-		Node:              node,
-		Version:           version.Version,
-	})
 }

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package nvmltest is a fake NVML for tests, benchmarks and demo mode: a gonvml.Interface
 // built on go-nvml's pkg/nvml/mock that serves GPUs, MIG devices and process lists from
 // plain specs, and lets a test make any call fail on any GPU, remove a symbol an older
@@ -7,6 +9,9 @@
 // per call name), so a long-running demo or benchmark does not grow without bound.
 // Methods it does not implement fall through to the embedded mock, whose nil Func
 // panics: an unexpected NVML call fails a test loudly.
+//
+// Like go-nvml, whose types it implements, it needs cgo: a binary built without cgo has
+// neither NVML nor this fake (nvml.ErrNotBuiltIn).
 package nvmltest
 
 import (

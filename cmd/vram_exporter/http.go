@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+
+	"github.com/vram-exporter/vram_exporter/apiserver"
+	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/collector"
+	"github.com/vram-exporter/vram_exporter/config"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/push"
+)
+
+// pushStats is the push server as the collector wants it: a nil interface, not a typed
+// nil, when there is no socket.
+func pushStats(s *push.Server) collector.PushStats {
+	if s == nil {
+		return nil
+	}
+	return s
+}
+
+// newHTTPHandler builds the readers of the joined view, /metrics and /api/v1/, and the
+// landing page and health endpoints around them.
+func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, logger *zap.Logger) (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		versioncollector.NewCollector("vram_exporter"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	// /metrics serves the vram_* families from the view plus reg's.
+	gatherer := collector.NewTransactional(collector.New(joiner, ps, logger.Named("collector")).
+		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes), reg)
+
+	mux := http.NewServeMux()
+	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(reg, promhttp.HandlerForTransactional(gatherer, promhttp.HandlerOpts{
+		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
+		ErrorHandling:       promhttp.ContinueOnError,
+		MaxRequestsInFlight: 8,
+		Timeout:             10 * time.Second,
+	})))
+	mux.Handle("/api/v1/", newAPIHandler(cfg, joiner))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
+	if cfg.Web.TelemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        "vram_exporter",
+			Description: landingDescription(cfg),
+			Version:     version.Info(),
+			Links: []web.LandingLinks{
+				{Address: cfg.Web.TelemetryPath, Text: "Metrics"},
+				{Address: "/api/v1/status", Text: "JSON API", Description: "status, /api/v1/gpus, /api/v1/processes (docs/api.md)"},
+				{Address: "/-/healthy", Text: "Health"},
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("landing page: %w", err)
+		}
+		mux.Handle("/", landing)
+	}
+	return mux, nil
+}
+
+// newAPIHandler serves /api/v1/… (docs/api.md) from the joined view.
+func newAPIHandler(cfg config.Config, joiner *join.Joiner) http.Handler {
+	node, err := os.Hostname()
+	if err != nil {
+		node = ""
+	}
+	return apiserver.NewHandler(joiner, apiserver.Options{
+		SafetyMarginBytes: cfg.Headroom.SafetyMarginBytes,
+		Node:              node,
+		Version:           version.Version,
+	})
+}
+
+// landingDescription is the landing page's description; in demo mode it says first, in
+// capitals, that nothing on the page comes from this machine.
+func landingDescription(cfg config.Config) string {
+	const desc = "GPU memory explained: NVML joined with pushed allocator stats, leak verdicts."
+	if cfg.Demo.Enabled {
+		return "DEMO MODE: simulated GPUs, processes and allocator stats, not this machine's. " + desc
+	}
+	return desc
+}
+
+// listenHTTP binds --web.listen-address early, so a busy port fails the start before the
+// push socket exists.
+func listenHTTP(cfg config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Web.ListenAddress)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on --web.listen-address %s: %w", cfg.Web.ListenAddress, err)
+	}
+	return ln, nil
+}
+
+// serveHTTP serves handler on ln through the exporter-toolkit (TLS and basic auth from
+// --web.config.file) until ctx is done, then shuts the server down. Its "listening" line
+// is the one that names the address (tests and scripts read it to find a :0 port), and
+// it comes last at start: everything else is up by then.
+func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg config.Config, logger *zap.Logger) error {
+	logger.Info("listening", zap.String("address", ln.Addr().String()), zap.String("telemetry_path", cfg.Web.TelemetryPath))
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	webCfg := cfg.Web.ConfigFile
+	systemd := false
+	addrs := []string{cfg.Web.ListenAddress}
+	flagCfg := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webCfg}
+	slogger := slog.New(toolkitLogHandler{zapslog.NewHandler(logger.Named("web").Core())})
+
+	errc := make(chan error, 1)
+	go func() { errc <- web.ServeMultiple([]net.Listener{ln}, srv, flagCfg, slogger) }()
+	select {
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	<-errc
+	return nil
+}

@@ -1,0 +1,4 @@
+package procinfo
+
+// builtIn: Linux has procfs.
+const builtIn = true
