@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of vram_exporter on a fresh machine: installs what the tests need
 # (Debian packages) when it is missing, then Go tests with -race, the Python client's
-# tests, type check and offline install, and the static checks. A missing part makes this fail; nothing is skipped.
+# tests, type check and offline install, and the static checks. A missing part makes
+# this fail; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -1,6 +1,9 @@
 """vram_exporter_client: push GPU allocator statistics to the node's vram_exporter.
 
-One file, standard library only, Python 3.8+.  Copy it next to your code.
+Standard library only, Python 3.8+.  `pip install ./client/python` (distribution
+vram-exporter-client), or copy this one file next to your code as
+vram_exporter_client.py: the core is this module alone (vllm_plugin.py beside it is
+only the vLLM entry point).
 
     from vram_exporter_client import Reporter
     reporter = Reporter(labels={"service": "ranker", "model": "bert-base"})
