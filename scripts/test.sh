@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of vram_exporter on a fresh machine: installs what the tests need
 # (Debian packages) when it is missing, then Go tests with -race, the Python client's
-# tests, and the static checks. A missing part makes this fail; nothing is skipped.
+# tests, type check and offline install, and the static checks. A missing part makes
+# this fail; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,6 +64,40 @@ go run "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" ./...
 
 echo "== python client tests"
 (cd client/python && python3 -m unittest -v 2>&1)
+
+# The client as a package, with Debian's Python and packages only (no PyPI in CI):
+# mypy --strict, then `pip install ./client/python` offline into a fresh venv and a
+# smoke test of the installed copy.  Debian's mypy lives in /usr/bin/python3 (the
+# python3-mypy package has no mypy command), so these steps use that interpreter.
+deb_py=/usr/bin/python3
+py_pkgs=()
+[ -x "$deb_py" ] || py_pkgs+=(python3)
+"$deb_py" -c 'import mypy' 2>/dev/null || py_pkgs+=(python3-mypy)
+"$deb_py" -c 'import ensurepip, venv' 2>/dev/null || py_pkgs+=(python3-venv)
+"$deb_py" -c 'import setuptools' 2>/dev/null || py_pkgs+=(python3-setuptools)
+"$deb_py" -m pip --version >/dev/null 2>&1 || py_pkgs+=(python3-pip)
+if [ ${#py_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing: ${py_pkgs[*]} (mypy, venv, setuptools, pip for the Python client's package checks); install them (apt-get install ${py_pkgs[*]}) or run as root" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${py_pkgs[@]}"
+fi
+echo "== python client: mypy --strict (Python 3.8 target)"
+(cd client/python && "$deb_py" -m mypy)  # settings in pyproject.toml [tool.mypy]
+echo "== python client: pip install ./client/python (offline venv) and smoke test"
+py_tmp=$(mktemp -d "${TMPDIR:-/tmp}/vpy.XXXXXX")
+# pip builds in the source tree; its build/ and egg-info are not ours to keep
+cleanup_py() { rm -rf "$py_tmp" client/python/build client/python/vram_exporter_client.egg-info; }
+trap cleanup_py EXIT
+"$deb_py" -m venv --system-site-packages "$py_tmp/venv"
+"$py_tmp/venv/bin/pip" install --quiet --no-build-isolation --no-index ./client/python
+# -I: the script's directory (the source tree) must not shadow the installed copy
+smoke="$PWD/client/python/install_smoke.py"
+(cd "$py_tmp" && "$py_tmp/venv/bin/python" -I "$smoke")
+cleanup_py
+trap - EXIT
 
 echo "== go test -race"
 # The tests get a temporary directory of their own that must be empty afterwards, so a

@@ -1,8 +1,10 @@
 """TorchServe handler that reports GPU memory to vram_exporter.
 
-Package vram_exporter_client.py with the model (torch-model-archiver
---extra-files vram_exporter_client.py) or put it on PYTHONPATH, then use this file
-as the handler.  Every TorchServe worker is its own process with its own Reporter.
+Install the client where TorchServe runs (pip install ./client/python), or package
+it with the model as one file (copy vram_exporter_client/__init__.py to
+vram_exporter_client.py, then torch-model-archiver --extra-files
+vram_exporter_client.py), then use this file as the handler.  Every TorchServe worker
+is its own process with its own Reporter.
 """
 
 from ts.torch_handler.base_handler import BaseHandler

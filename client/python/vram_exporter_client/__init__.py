@@ -1,6 +1,9 @@
 """vram_exporter_client: push GPU allocator statistics to the node's vram_exporter.
 
-One file, standard library only, Python 3.8+.  Copy it next to your code.
+Standard library only, Python 3.8+.  `pip install ./client/python` (distribution
+vram-exporter-client), or copy this one file next to your code as
+vram_exporter_client.py: the core is this module alone (vllm_plugin.py beside it is
+only the vLLM entry point).
 
     from vram_exporter_client import Reporter
     reporter = Reporter(labels={"service": "ranker", "model": "bert-base"})
@@ -25,6 +28,13 @@ import sys
 import threading
 import time
 import weakref
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
+    Sequence, Set, Tuple, Union, cast,
+)
+
+if TYPE_CHECKING:  # ctypes is imported only when libcuda is first needed
+    import ctypes
 
 __all__ = [
     "Reporter",
@@ -58,6 +68,13 @@ MIN_SAMPLE_GAP = 0.02
 
 log = logging.getLogger("vram_exporter_client")
 
+# The protocol's shapes, as a source returns them: a device is
+# {"uuid": "GPU-…", "pools": [pool, …]} and a pool {"name": …, "allocated": …, …}.
+Pool = Dict[str, Any]
+Device = Dict[str, Any]
+# A source: any callable returning the `devices` list (or None / [] for nothing).
+Source = Callable[[], Optional[Iterable[Mapping[str, Any]]]]
+
 _RUNTIME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
 _LABEL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 _UUID_RE = re.compile(r"^(GPU|MIG)-[A-Za-z0-9/_-]+$")
@@ -81,7 +98,7 @@ _RECONNECT_ERRNOS = frozenset(
     ) if e is not None)
 
 
-def _as_int(value):
+def _as_int(value: Any) -> Optional[int]:
     """A protocol integer (0..2^50) from an int/float/numpy scalar, or None."""
     if value is None or value is True or value is False:
         return None
@@ -96,7 +113,7 @@ def _as_int(value):
     return v
 
 
-def _format_uuid(raw):
+def _format_uuid(raw: Union[bytes, bytearray, Sequence[int]]) -> Optional[str]:
     """16 raw bytes -> 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'."""
     h = bytes(raw[:16]).hex()
     if len(h) != 32:
@@ -104,7 +121,7 @@ def _format_uuid(raw):
     return "GPU-%s-%s-%s-%s-%s" % (h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
 
 
-def _prefix_uuid(u):
+def _prefix_uuid(u: Any) -> Optional[str]:
     """torch/cupy give the UUID without 'GPU-'; NVML (the join key) has it."""
     if u is None:
         return None
@@ -112,24 +129,24 @@ def _prefix_uuid(u):
         if len(u) == 16:
             return _format_uuid(u)
         u = u.decode("ascii", "replace")
-    u = str(u).strip()
-    if not u:
+    s = str(u).strip()
+    if not s:
         return None
-    if u.startswith("GPU-") or u.startswith("MIG-"):
-        return u
-    return "GPU-" + u
+    if s.startswith("GPU-") or s.startswith("MIG-"):
+        return s
+    return "GPU-" + s
 
 
 # --------------------------------------------------------------------------------------
 # libcuda helper (shared by the JAX and CuPy adapters)
 
 _cuda_lock = threading.Lock()
-_cuda_lib = None          # ctypes.CDLL once loaded
+_cuda_lib: "Optional[ctypes.CDLL]" = None  # once loaded
 _cuda_failed = False      # libcuda unavailable: do not retry every sample
-_cuda_uuids = {}          # ordinal -> uuid string
+_cuda_uuids: Dict[int, str] = {}  # ordinal -> uuid string
 
 
-def _libcuda():
+def _libcuda() -> "Optional[ctypes.CDLL]":
     global _cuda_lib, _cuda_failed
     if _cuda_lib is not None or _cuda_failed:
         return _cuda_lib
@@ -154,7 +171,7 @@ def _libcuda():
     return _cuda_lib
 
 
-def cuda_uuid(ordinal):
+def cuda_uuid(ordinal: int) -> Optional[str]:
     """UUID ('GPU-…') of CUDA device `ordinal` (as numbered in this process, i.e.
     after CUDA_VISIBLE_DEVICES), through the driver API (cuDeviceGet +
     cuDeviceGetUuid_v2).  Returns None if libcuda cannot be loaded.  Cached.
@@ -190,7 +207,7 @@ def cuda_uuid(ordinal):
         return None
 
 
-def _cuda_context_active(ordinal):
+def _cuda_context_active(ordinal: int) -> Optional[bool]:
     """True/False whether CUDA device `ordinal` has an active primary context (no
     context is created to find out); None when unknown (no libcuda)."""
     try:
@@ -222,17 +239,17 @@ class _FrameworkSource(object):
     """Base of the framework adapters: the runtime name and version come from the
     framework's module, and only once the caller has imported it (we never import it)."""
 
-    module = None  # the sys.modules name, also the runtime name
+    module = ""  # the sys.modules name, also the runtime name
 
-    def __init__(self, pool):
+    def __init__(self, pool: str) -> None:
         self.pool = pool
 
     @property
-    def runtime(self):
+    def runtime(self) -> Optional[str]:
         return self.module if self.module in sys.modules else None
 
     @property
-    def runtime_version(self):
+    def runtime_version(self) -> Optional[str]:
         m = sys.modules.get(self.module)
         return str(getattr(m, "__version__", "")) if m is not None else None
 
@@ -242,11 +259,11 @@ class _TorchSource(_FrameworkSource):
 
     module = "torch"
 
-    def __init__(self, pool="torch"):
+    def __init__(self, pool: str = "torch") -> None:
         _FrameworkSource.__init__(self, pool)
-        self._uuids = {}
+        self._uuids: Dict[int, str] = {}
 
-    def _uuid(self, cuda, i):
+    def _uuid(self, cuda: Any, i: int) -> Optional[str]:
         u = self._uuids.get(i)
         if u is None:
             try:
@@ -260,8 +277,8 @@ class _TorchSource(_FrameworkSource):
                 self._uuids[i] = u
         return u
 
-    def __call__(self):
-        torch = sys.modules.get("torch")  # never import torch for the caller
+    def __call__(self) -> List[Device]:
+        torch: Any = sys.modules.get("torch")  # never import torch for the caller
         if torch is None:
             return []
         cuda = getattr(torch, "cuda", None)
@@ -289,7 +306,7 @@ class _TorchSource(_FrameworkSource):
         return out
 
 
-def torch_source(pool="torch"):
+def torch_source(pool: str = "torch") -> Source:
     """Source for PyTorch's CUDA caching allocator.  Reports nothing until the caller
     has initialised CUDA through torch; never imports torch itself."""
     return _TorchSource(pool)
@@ -298,11 +315,11 @@ def torch_source(pool="torch"):
 class _JaxSource(_FrameworkSource):
     module = "jax"
 
-    def __init__(self, pool="jax"):
+    def __init__(self, pool: str = "jax") -> None:
         _FrameworkSource.__init__(self, pool)
 
-    def __call__(self):
-        jax = sys.modules.get("jax")
+    def __call__(self) -> List[Device]:
+        jax: Any = sys.modules.get("jax")
         if jax is None:
             return []
         # jax.local_devices() would initialise the backends (and preallocate GPU
@@ -337,7 +354,7 @@ class _JaxSource(_FrameworkSource):
         return out
 
 
-def jax_source(pool="jax"):
+def jax_source(pool: str = "jax") -> Source:
     """Source for JAX's GPU allocator (device.memory_stats()).  UUIDs through libcuda."""
     return _JaxSource(pool)
 
@@ -345,11 +362,11 @@ def jax_source(pool="jax"):
 class _CupySource(_FrameworkSource):
     module = "cupy"
 
-    def __init__(self, pool="cupy"):
+    def __init__(self, pool: str = "cupy") -> None:
         _FrameworkSource.__init__(self, pool)
-        self._uuids = {}
+        self._uuids: Dict[int, str] = {}
 
-    def _uuid(self, cupy, i):
+    def _uuid(self, cupy: Any, i: int) -> Optional[str]:
         u = self._uuids.get(i)
         if u is None:
             try:
@@ -363,8 +380,8 @@ class _CupySource(_FrameworkSource):
                 self._uuids[i] = u
         return u
 
-    def __call__(self):
-        cupy = sys.modules.get("cupy")
+    def __call__(self) -> List[Device]:
+        cupy: Any = sys.modules.get("cupy")
         if cupy is None:
             return []
         pool = cupy.get_default_memory_pool()
@@ -394,18 +411,18 @@ class _CupySource(_FrameworkSource):
         return out
 
 
-def cupy_source(pool="cupy"):
+def cupy_source(pool: str = "cupy") -> Source:
     """Source for CuPy's default memory pool, per device that has a context."""
     return _CupySource(pool)
 
 
-def default_sources():
+def default_sources() -> List[Source]:
     """The sources a Reporter uses when given none: torch, JAX and CuPy, each of which
     reports nothing unless the caller imported (and initialised) that framework."""
     return [torch_source(), jax_source(), cupy_source()]
 
 
-def _first_attr(obj, names):
+def _first_attr(obj: Any, names: Iterable[str]) -> Optional[int]:
     for n in names:
         try:
             v = getattr(obj, n)
@@ -455,36 +472,43 @@ class TensorRTTracker(object):
 
     runtime = "tensorrt"
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries = {}  # id(key) -> entry dict
+        self._entries: Dict[int, Dict[str, Any]] = {}  # id(key) -> entry dict
         _track_for_fork(self)
 
     @property
-    def runtime_version(self):
+    def runtime_version(self) -> Optional[str]:
         t = sys.modules.get("tensorrt")
         return str(getattr(t, "__version__", "")) if t is not None else None
 
-    def _after_fork_in_child(self):
+    def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
 
-    def _ref(self, obj, key):
+    def _ref(self, obj: Any, key: int) -> Callable[[], Any]:
+        def gone(_r: "weakref.ref[Any]", k: int = key) -> None:
+            self._forget(k)
+
         try:
-            return weakref.ref(obj, lambda _r, k=key: self._forget(k))
+            return weakref.ref(obj, gone)
         except TypeError:
             log.warning("TensorRTTracker: %s does not support weak references; "
                         "call unregister() when you drop it", type(obj).__name__)
-            return lambda o=obj: o
 
-    def _forget(self, key):
+            def strong(o: Any = obj) -> Any:
+                return o
+            return strong
+
+    def _forget(self, key: int) -> None:
         try:
             with self._lock:
                 self._entries.pop(key, None)
         except Exception:  # noqa: BLE001
             pass
 
-    def register_engine(self, engine, uuid, name="trt.weights", weights_bytes=None,
-                        parent=None, serialize=True):
+    def register_engine(self, engine: Any, uuid: Union[str, bytes], name: str = "trt.weights",
+                        weights_bytes: Optional[int] = None, parent: Optional[str] = None,
+                        serialize: bool = True) -> None:
         """Report `engine`'s weights as pool `name` on GPU `uuid`.  Never raises."""
         try:
             plan = None
@@ -499,7 +523,8 @@ class TensorRTTracker(object):
         except Exception as exc:  # noqa: BLE001
             log.warning("TensorRTTracker.register_engine failed: %s", exc)
 
-    def register_context(self, context, uuid, name="trt.context", parent=None, per_profile=False):
+    def register_context(self, context: Any, uuid: Union[str, bytes], name: str = "trt.context",
+                         parent: Optional[str] = None, per_profile: bool = False) -> None:
         """Report `context`'s device memory as pool `name` on GPU `uuid`.  Never raises."""
         try:
             key = id(context)
@@ -510,7 +535,7 @@ class TensorRTTracker(object):
         except Exception as exc:  # noqa: BLE001
             log.warning("TensorRTTracker.register_context failed: %s", exc)
 
-    def unregister(self, obj):
+    def unregister(self, obj: Any) -> None:
         """Stop reporting an engine or context.  Never raises."""
         try:
             with self._lock:
@@ -519,7 +544,7 @@ class TensorRTTracker(object):
             pass
 
     @staticmethod
-    def _plan_size(engine):
+    def _plan_size(engine: Any) -> Optional[int]:
         try:
             mem = engine.serialize()
             if mem is None:
@@ -533,7 +558,7 @@ class TensorRTTracker(object):
             return None
 
     @staticmethod
-    def _streaming(engine):
+    def _streaming(engine: Any) -> Optional[Tuple[int, int, Optional[int]]]:
         """(streamable, resident budget, scratch) when weight streaming is on, else None."""
         streamable = _first_attr(engine, ("streamable_weights_size",))
         if not streamable or streamable <= 0:
@@ -546,8 +571,8 @@ class TensorRTTracker(object):
         scratch = _first_attr(engine, ("weight_streaming_scratch_memory_size",))
         return streamable, min(budget, streamable), scratch
 
-    def _engine_pool(self, e, engine):
-        extra = {}
+    def _engine_pool(self, e: Dict[str, Any], engine: Any) -> Tuple[Optional[int], Dict[str, int]]:
+        extra: Dict[str, int] = {}
         ws = self._streaming(engine)
         if e["weights"] is not None:
             b = e["weights"]
@@ -562,8 +587,8 @@ class TensorRTTracker(object):
             extra["weight_streaming_budget"] = ws[1]
         return b, extra
 
-    def _context_pool(self, e, context):
-        extra = {}
+    def _context_pool(self, e: Dict[str, Any], context: Any) -> Tuple[Optional[int], Dict[str, int]]:
+        extra: Dict[str, int] = {}
         engine = getattr(context, "engine", None)
         if engine is None:
             return None, extra
@@ -587,11 +612,11 @@ class TensorRTTracker(object):
                 extra["weight_streaming_scratch"] = ws[2]
         return b, extra
 
-    def __call__(self):
+    def __call__(self) -> List[Device]:
         with self._lock:
             entries = list(self._entries.values())
-        sums = {}  # (uuid, name) -> pool
-        order = []
+        sums: Dict[Tuple[str, str], Pool] = {}  # (uuid, name) -> pool
+        order: List[Tuple[str, str]] = []
         for e in entries:
             obj = e["ref"]()
             if obj is None or e["uuid"] is None:
@@ -615,8 +640,8 @@ class TensorRTTracker(object):
             p["reserved"] += b
             for f, v in extra.items():
                 p[f] = p.get(f, 0) + max(0, int(v))
-        devices = {}
-        out = []
+        devices: Dict[str, Device] = {}
+        out: List[Device] = []
         for k in order:
             d = devices.get(k[0])
             if d is None:
@@ -629,12 +654,16 @@ class TensorRTTracker(object):
 # --------------------------------------------------------------------------------------
 # Fork handling: one at-fork hook for every live Reporter / tracker.
 
-_fork_objects = weakref.WeakSet()
+class _ForkAware(Protocol):
+    def _after_fork_in_child(self) -> None: ...
+
+
+_fork_objects: "weakref.WeakSet[_ForkAware]" = weakref.WeakSet()
 _fork_hook_lock = threading.Lock()
 _fork_hook_installed = False
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     global _cuda_lock
     _cuda_lock = threading.Lock()
     for obj in list(_fork_objects):
@@ -644,7 +673,7 @@ def _after_fork_in_child():
             pass
 
 
-def _track_for_fork(obj):
+def _track_for_fork(obj: _ForkAware) -> None:
     global _fork_hook_installed
     with _fork_hook_lock:
         if not _fork_hook_installed and hasattr(os, "register_at_fork"):
@@ -656,7 +685,7 @@ def _track_for_fork(obj):
 # --------------------------------------------------------------------------------------
 
 
-def _sanitize_runtime_version(v):
+def _sanitize_runtime_version(v: Any) -> Optional[str]:
     if v is None:
         return None
     s = "".join(c for c in str(v) if c.isprintable())
@@ -664,8 +693,8 @@ def _sanitize_runtime_version(v):
     return b.decode("utf-8", "ignore") or None
 
 
-def _validate_labels(labels):
-    out = {}
+def _validate_labels(labels: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
     if not labels:
         return out
     try:
@@ -715,81 +744,86 @@ class Reporter(object):
     errors (connect/send failures, failing sources, encoding errors).
     """
 
-    def __init__(self, socket_path=None, interval=5.0, labels=None, runtime=None,
-                 runtime_version=None, sources=None, logger=None, **testing):
-        self._log = logger or log
-        self._clock = testing.pop("_clock", time.monotonic)
-        self._sleep = testing.pop("_sleep", None)  # reserved for tests; Event.wait is used
-        self._socket_factory = testing.pop("_socket_factory", None)
-        self._random = testing.pop("_random", random.random)
-        self._min_gap = testing.pop("_min_gap", MIN_SAMPLE_GAP)
+    def __init__(self, socket_path: Optional[str] = None, interval: float = 5.0,
+                 labels: Optional[Mapping[str, Any]] = None, runtime: Optional[str] = None,
+                 runtime_version: Optional[str] = None,
+                 sources: Optional[Iterable[Source]] = None,
+                 logger: Optional[logging.Logger] = None, **testing: Any) -> None:
+        self._log: logging.Logger = logger or log
+        self._clock: Callable[[], float] = testing.pop("_clock", time.monotonic)
+        self._sleep: Any = testing.pop("_sleep", None)  # reserved for tests; Event.wait is used
+        self._socket_factory: Optional[Callable[[], socket.socket]] = testing.pop(
+            "_socket_factory", None)
+        self._random: Callable[[], float] = testing.pop("_random", random.random)
+        self._min_gap: float = testing.pop("_min_gap", MIN_SAMPLE_GAP)
         if testing:
             self._log.warning("vram_exporter_client: unknown Reporter arguments ignored: %s",
                               ", ".join(sorted(testing)))
         try:
-            self.socket_path = socket_path or os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
+            self.socket_path: str = socket_path or os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
             try:
-                self.interval = max(0.01, float(interval))
+                self.interval: float = max(0.01, float(interval))
             except (TypeError, ValueError):
                 self._log.warning("vram_exporter_client: invalid interval %r; using 5s", interval)
                 self.interval = 5.0
             self.labels = _validate_labels(labels)
-            self.runtime = None
+            self.runtime: Optional[str] = None
             if runtime is not None:
                 if isinstance(runtime, str) and _RUNTIME_RE.match(runtime):
                     self.runtime = runtime
                 else:
                     self._log.warning("vram_exporter_client: invalid runtime %r ignored", runtime)
-            self.runtime_version = _sanitize_runtime_version(runtime_version)
-            self._sources = list(default_sources() if sources is None else sources)
+            self.runtime_version: Optional[str] = _sanitize_runtime_version(runtime_version)
+            self._sources: List[Source] = list(default_sources() if sources is None else sources)
         except Exception as exc:  # noqa: BLE001  (never raise into the caller)
             self._log.warning("vram_exporter_client: bad Reporter arguments: %s", exc)
             self.socket_path = DEFAULT_SOCKET
             self.interval, self.labels, self.runtime, self.runtime_version = 5.0, {}, None, None
             self._sources = []
-        self._static = {}  # (uuid, name) -> pool dict
-        self._static_order = []
+        self._static: Dict[Tuple[Optional[str], str], Pool] = {}  # (uuid, name) -> pool dict
+        self._static_order: List[Tuple[Optional[str], str]] = []
         self._sent = 0
         self._dropped = 0
         self._errors = 0
-        self._sock = None
+        self._sock: Optional[socket.socket] = None
         self._pid = os.getpid()
         self._last_sample = float("-inf")
         self._failures = 0
         self._next_connect = 0.0
-        self._last_log = {}
-        self._suppressed = {}
+        self._last_log: Dict[str, float] = {}
+        self._suppressed: Dict[str, int] = {}
         self._lock = threading.Lock()       # socket + counters
         self._state_lock = threading.Lock()  # sources + static pools
-        self._thread = None
+        self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
         self._running = False
         self._last_sample = float("-inf")
-        self._head = None        # cached JSON head of the message
-        self._ok_uuids = set()   # validation caches
-        self._ok_names = set()
-        self._rv_cache = {}
+        # cached JSON head of the message, keyed by (runtime, runtime_version)
+        self._head: Optional[Tuple[Tuple[str, Optional[str]], str]] = None
+        self._ok_uuids: Set[str] = set()   # validation caches
+        self._ok_names: Set[str] = set()
+        self._rv_cache: Dict[Any, Optional[str]] = {}
         _track_for_fork(self)
 
     # ---- counters ------------------------------------------------------------------
     @property
-    def sent(self):
+    def sent(self) -> int:
         """Messages handed to the kernel."""
         return self._sent
 
     @property
-    def dropped(self):
+    def dropped(self) -> int:
         """Samples dropped instead of blocking (socket buffer full) or because the
         message was over 64 KiB.  Sent to the daemon as client_dropped."""
         return self._dropped
 
     @property
-    def errors(self):
+    def errors(self) -> int:
         """Connect/send failures, failing sources, encoding errors."""
         return self._errors
 
     # ---- logging -------------------------------------------------------------------
-    def _warn(self, key, msg, *args, **kw):
+    def _warn(self, key: str, msg: str, *args: Any, **kw: Any) -> None:
         """Rate-limited: at most one line per key per LOG_EVERY seconds."""
         level = kw.get("level", logging.WARNING)
         try:
@@ -807,7 +841,7 @@ class Reporter(object):
             pass
 
     # ---- configuration -------------------------------------------------------------
-    def add_source(self, fn):
+    def add_source(self, fn: Source) -> None:
         """Add a callable returning the protocol's `devices` list.  Never raises."""
         try:
             if not callable(fn):
@@ -818,7 +852,8 @@ class Reporter(object):
         except Exception:  # noqa: BLE001
             pass
 
-    def set_pool(self, uuid, name, allocated=0, reserved=None, **more):
+    def set_pool(self, uuid: Union[str, bytes], name: str, allocated: int = 0,
+                 reserved: Optional[int] = None, **more: Any) -> None:
         """A static pool on GPU `uuid` included in every sample until clear_pool().
         `more`: peak_allocated, active, inactive_split, limit, parent, alloc_retries,
         ooms.  It overrides a source's pool of the same name on the same GPU."""
@@ -835,7 +870,7 @@ class Reporter(object):
         except Exception as exc:  # noqa: BLE001
             self._warn("set_pool", "set_pool failed: %s", exc)
 
-    def clear_pool(self, uuid, name):
+    def clear_pool(self, uuid: Union[str, bytes], name: str) -> None:
         """Remove a pool added with set_pool().  Never raises."""
         try:
             k = (_prefix_uuid(uuid), name)
@@ -846,16 +881,16 @@ class Reporter(object):
             pass
 
     # ---- sampling ------------------------------------------------------------------
-    def _collect(self):
+    def _collect(self) -> Tuple[str, Optional[str], List[Tuple[str, List[str]]]]:
         """Run the sources, merge by uuid, validate.  Returns (runtime, rversion, devices)."""
         with self._state_lock:
             sources = self._sources
             static = [(k, self._static[k]) for k in self._static_order]
-        devices = {}   # uuid -> {name: pool}
-        order = []
-        runtime = self.runtime
+        devices: Dict[Any, Dict[Any, Any]] = {}   # uuid -> {name: pool}
+        order: List[Any] = []
+        runtime: Any = self.runtime
         rversion = self.runtime_version
-        fallback = None
+        fallback: Optional[Source] = None
         for src in sources:
             try:
                 res = src()
@@ -911,7 +946,7 @@ class Reporter(object):
             runtime = "unknown"
         return runtime, rversion, self._validate(devices, order)
 
-    def _rversion(self, raw):
+    def _rversion(self, raw: Any) -> Optional[str]:
         v = self._rv_cache.get(raw)
         if v is None and raw is not None:
             v = _sanitize_runtime_version(raw)
@@ -919,13 +954,14 @@ class Reporter(object):
                 self._rv_cache[raw] = v
         return v
 
-    def _validate(self, devices, order):
+    def _validate(self, devices: Dict[Any, Dict[Any, Any]],
+                  order: List[Any]) -> List[Tuple[str, List[str]]]:
         """Validate and serialise: returns [(uuid, [pool JSON fragment, ...])].
 
         Pools are serialised here, straight from validated parts (names and UUIDs match
         the protocol's patterns, so they need no escaping), which costs about half of
         json.dumps() on the same data."""
-        out = []
+        out: List[Tuple[str, List[str]]] = []
         ok_uuids = self._ok_uuids
         for u in order:
             if u not in ok_uuids:
@@ -937,8 +973,8 @@ class Reporter(object):
             if len(out) >= MAX_DEVICES:
                 self._warn("devices", "more than %d devices; the rest skipped", MAX_DEVICES)
                 break
-            frags = []
-            children = None
+            frags: List[Tuple[str, Optional[str], str]] = []
+            children: Optional[List[int]] = None
             for name, p in devices[u].items():
                 q = self._pool(name, p)
                 if q is None:
@@ -966,7 +1002,7 @@ class Reporter(object):
             out.append((u, [q[0] for q in frags]))
         return out
 
-    def _pool(self, name, p):
+    def _pool(self, name: Any, p: Mapping[str, Any]) -> Optional[Tuple[str, Optional[str], str]]:
         """(JSON fragment, parent or None, name) for one pool, or None if invalid."""
         if name not in self._ok_names:
             if not isinstance(name, str) or not _POOL_RE.match(name):
@@ -1017,7 +1053,8 @@ class Reporter(object):
         parts.append("}")
         return "".join(parts), parent, name
 
-    def _encode(self, runtime, rversion, devices, dropped):
+    def _encode(self, runtime: str, rversion: Optional[str],
+                devices: List[Tuple[str, List[str]]], dropped: int) -> bytes:
         head = self._head
         if head is None or head[0] != (runtime, rversion):
             h = '{"v":%d,"runtime":%s' % (PROTOCOL_VERSION, json.dumps(runtime))
@@ -1033,7 +1070,7 @@ class Reporter(object):
         parts.append("]}")
         return "".join(parts).encode("utf-8")
 
-    def sample_now(self):
+    def sample_now(self) -> bool:
         """Collect and send one sample in the caller's thread.  Returns True if the
         message was handed to the kernel.  Never raises, never blocks on the daemon.
         Calls within 20 ms of the previous sample return False at once (the daemon
@@ -1069,7 +1106,7 @@ class Reporter(object):
             return False
 
     # ---- socket --------------------------------------------------------------------
-    def _connect_locked(self):
+    def _connect_locked(self) -> bool:
         now = self._clock()
         if now < self._next_connect:
             return False
@@ -1099,7 +1136,7 @@ class Reporter(object):
         self._sock = s
         return True
 
-    def _close_locked(self):
+    def _close_locked(self) -> None:
         s, self._sock = self._sock, None
         if s is not None:
             try:
@@ -1107,12 +1144,13 @@ class Reporter(object):
             except Exception:  # noqa: BLE001
                 pass
 
-    def _send_locked(self, data):
+    def _send_locked(self, data: bytes) -> bool:
         for attempt in (0, 1):
             if self._sock is None and not self._connect_locked():
                 return False
             try:
-                self._sock.send(data, _MSG_FLAGS)
+                # _connect_locked() has set the socket when it returned True
+                cast(socket.socket, self._sock).send(data, _MSG_FLAGS)
                 self._sent += 1
                 return True
             except (BlockingIOError, InterruptedError):
@@ -1137,7 +1175,7 @@ class Reporter(object):
         return False
 
     # ---- thread --------------------------------------------------------------------
-    def _run(self, stop):
+    def _run(self, stop: threading.Event) -> None:
         next_t = self._clock()
         while not stop.is_set():
             self.sample_now()
@@ -1147,7 +1185,7 @@ class Reporter(object):
                 next_t = now + self.interval
             stop.wait(max(0.0, next_t - now))
 
-    def _start_thread(self):
+    def _start_thread(self) -> None:
         stop = threading.Event()
         self._stop = stop
         t = threading.Thread(target=self._run, args=(stop,), name="vram_exporter_client",
@@ -1155,7 +1193,7 @@ class Reporter(object):
         self._thread = t
         t.start()
 
-    def start(self):
+    def start(self) -> "Reporter":
         """Start the background thread (idempotent).  Returns self.  Never raises."""
         try:
             with self._state_lock:
@@ -1167,7 +1205,7 @@ class Reporter(object):
             self._warn("start", "cannot start reporter thread: %s", exc)
         return self
 
-    def stop(self, timeout=None):
+    def stop(self, timeout: Optional[float] = None) -> None:
         """Stop the thread and close the connection (the daemon drops this process's
         series at once).  Never raises."""
         try:
@@ -1184,14 +1222,14 @@ class Reporter(object):
 
     close = stop
 
-    def __enter__(self):
+    def __enter__(self) -> "Reporter":
         return self.start()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> "Literal[False]":
         self.stop()
         return False
 
-    def _after_fork_in_child(self):
+    def _after_fork_in_child(self) -> None:
         # The inherited socket is the parent's connection: close our fd (no shutdown:
         # the parent's connection stays up) and let the next send connect anew, so the
         # daemon sees the child as a separate sender.
@@ -1215,5 +1253,5 @@ class Reporter(object):
                 self._running = False
 
 
-def _src_name(src):
+def _src_name(src: Any) -> str:
     return getattr(src, "__name__", None) or type(src).__name__
