@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -127,15 +128,6 @@ func (r *reader) next() (jsontext.Kind, []byte, *RejectError) {
 		return jsontext.KindTrue, nil, nil // or false: both are "a boolean"
 	}
 	return jsontext.KindNumber, r.text(start, end), nil
-}
-
-func isSpace(b []byte) bool {
-	for _, c := range b {
-		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
-			return false
-		}
-	}
-	return true
 }
 
 // precedes is what may stand between the end of one token and the start of the next.
@@ -302,18 +294,12 @@ func (r *reader) skip() *RejectError {
 // end checks that nothing but whitespace follows the top-level value: jsontext reads a
 // stream of values, a message is exactly one.
 func (r *reader) end() *RejectError {
-	// The common case without a read: dec has taken all of in, and what it has not
-	// read is whitespace.
-	if r.in.Len() == 0 && isSpace(r.dec.UnreadBuffer()) {
-		return nil
-	}
 	at := r.dec.InputOffset()
-	_, err := r.dec.ReadToken()
-	switch {
-	case err == io.EOF:
-		return nil
-	case err == nil:
-		return reject(ReasonInvalidJSON, "a second JSON value follows the message's object after byte %d; send one object per message", at)
+	for i, c := range r.msg[at:] {
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			next, _ := utf8.DecodeRune(r.msg[at+int64(i):])
+			return reject(ReasonInvalidJSON, "%q after the end of the message's JSON value at byte %d; send exactly one JSON object per message", next, at+int64(i))
+		}
 	}
-	return fail(err)
+	return nil
 }
