@@ -52,9 +52,9 @@ func (r *reader) reset(b []byte) {
 	r.dec.Reset(&r.in, options...)
 }
 
-// release puts the reader back in the pool. It drops the reader's references to what
-// was decoded, which the Store keeps; dec still refers to the message until the next
-// reset, which costs a reset per message to avoid and pins no more than one message per
+// release puts the reader back in the pool without its references to what was decoded,
+// which the Store keeps. dec still refers to the message until the next reset: dropping
+// that too would cost a second reset per message, and it pins at most one message per
 // pooled reader.
 func (r *reader) release() {
 	r.msg, r.in = nil, bytes.Buffer{}

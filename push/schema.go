@@ -98,9 +98,9 @@ func fieldOf(name []byte) field {
 	return 0
 }
 
-// member reads the next name of an object whose known fields are known, and notes it
-// in seen. It returns 0 for a name the object does not know (the caller skips its
-// value), and refuses a known one seen before: a repeated name is valid JSON (RFC 8259
+// member reads the next name of an object with the fields known, notes it in seen and
+// returns its field: 0 for a name the object does not know, whose value the caller
+// skips. It refuses a known field seen before: a repeated name is valid JSON (RFC 8259
 // says only that names SHOULD be unique), but which of two values counts would be a
 // guess.
 func (r *reader) member(known field, seen *field, in string) (f field, more bool, err *RejectError) {
