@@ -73,6 +73,22 @@ func TestDecodeValid(t *testing.T) {
 			Message{V: 1, Runtime: "torch", Devices: []Device{{UUID: "GPU-a", Pools: []Pool{
 				{Name: "kv", Parent: "torch", Allocated: 1, Reserved: 1}, {Name: "torch", Allocated: 1, Reserved: 2}}}}}},
 	}
+	// Devices and pools are gathered in reused slices: each device must keep its own.
+	set := func(v uint64) Optional { return Optional{Value: v, Set: true} }
+	three := Message{V: 1, Runtime: "torch", RuntimeVersion: "2.11.0+cu130",
+		Labels: map[string]string{"service": "ranker", "model": "llama-70b"}}
+	for i := range 3 {
+		three.Devices = append(three.Devices, Device{UUID: fmt.Sprintf("GPU-5c3e2f4a-1b2c-4d5e-8f90-0123456789%02d", i), Pools: []Pool{
+			{Name: "torch", Allocated: 68157440, Reserved: 931135488, PeakAllocated: set(2214592512),
+				Active: set(70254592), InactiveSplit: set(2097152), AllocRetries: set(0), OOMs: set(0)},
+			{Name: "vllm.kv_cache", Parent: "torch", Allocated: 536870912, Reserved: 536870912},
+		}})
+	}
+	tests = append(tests, struct {
+		name string
+		in   string
+		want Message
+	}{"three devices", multiGPUMessage(3), three})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Decode([]byte(tt.in))
