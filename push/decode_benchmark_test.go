@@ -1,6 +1,8 @@
 package push
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +65,44 @@ func BenchmarkStoreSnapshot(b *testing.B) {
 		if n := len(store.Snapshot()); n != 1000 {
 			b.Fatalf("snapshot has %d senders", n)
 		}
+	}
+}
+
+// hostileMessages are valid messages of the largest size a sender may send, shaped to
+// cost the decoder most: the price of one garbage message under a flood.
+func hostileMessages() []struct{ name, msg string } {
+	const size = 60 << 10
+	head, tail := `{"v":1,"runtime":"torch","devices":[],"x":`, `}`
+	var names, nest, str strings.Builder
+	names.WriteString("{")
+	for i := 0; names.Len() < size-len(head)-20; i++ {
+		if i > 0 {
+			names.WriteString(",")
+		}
+		fmt.Fprintf(&names, `"n%d":0`, i)
+	}
+	names.WriteString("}")
+	// Just inside the nesting depth encoding/json and jsontext accept.
+	nest.WriteString(strings.Repeat("[", 9000) + strings.Repeat("]", 9000))
+	str.WriteString(`"` + strings.Repeat("é\\n", (size-len(head)-20)/4) + `"`)
+	return []struct{ name, msg string }{
+		{"wide-object", head + names.String() + tail},
+		{"deep-arrays", head + nest.String() + tail},
+		{"long-escaped-string", head + str.String() + tail},
+	}
+}
+
+func BenchmarkDecodeHostile(b *testing.B) {
+	for _, bc := range hostileMessages() {
+		b.Run(bc.name, func(b *testing.B) {
+			msg := []byte(bc.msg)
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Decode(msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
