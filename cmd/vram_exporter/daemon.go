@@ -7,9 +7,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
@@ -60,12 +62,43 @@ func runDaemon(ctx context.Context, valid config.Valid, stderr io.Writer) int {
 		return 1
 	}
 	defer func() { _ = logger.Sync() }()
+	defer handleHangup(logger)()
 	if err := serve(ctx, cfg, logger); err != nil {
 		logger.Error("vram_exporter stopped with an error", zap.Error(err))
 		return 1
 	}
 	logger.Info("vram_exporter stopped cleanly")
 	return 0
+}
+
+// handleHangup catches SIGHUP for as long as the daemon runs and returns the function
+// that stops catching it. Its default action would kill the daemon and leave the socket
+// behind, and `systemctl reload` or a habit of "kill -HUP after editing the config" must
+// not take a node's GPU view down. There is nothing to reload in place: the web config
+// (TLS, basic auth) is already re-read by exporter-toolkit on every request and TLS
+// handshake, and every other setting (socket, limits, detector) is applied at start, so
+// it says so and keeps serving.
+func handleHangup(logger *zap.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-hup:
+				logger.Info("SIGHUP received: nothing to reload in place; the web config file is re-read on every request, other settings apply at start, so restart the daemon to change them")
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		<-stopped
+	}
 }
 
 // serve wires the daemon in the order data flows: sources, the join, the readers, HTTP.
