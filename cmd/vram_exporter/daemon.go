@@ -254,6 +254,9 @@ func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *z
 		return nil, fmt.Errorf("push socket: %w", err)
 	}
 	alt := fallbackSocketPath()
+	if err2 := prepareFallbackDir(filepath.Dir(alt)); err2 != nil {
+		return nil, fmt.Errorf("push socket: %w (fallback: %v)", err, err2)
+	}
 	srv, err2 := open(alt)
 	if err2 != nil {
 		return nil, fmt.Errorf("push socket: %w (fallback %s: %v)", err, alt, err2)
@@ -261,6 +264,34 @@ func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *z
 	logger.Warn("cannot create the default push socket (run as root or set --push.socket); using a per-user socket instead: point clients at it with VRAM_EXPORTER_SOCKET",
 		zap.String("default", cfg.Push.Socket), zap.String("path", alt), zap.NamedError("cause", err))
 	return srv, nil
+}
+
+// prepareFallbackDir makes the per-user socket directory, 0700, or accepts an existing
+// one only if this user owns it and nobody else can write it. The fallback lives in a
+// shared place (/tmp without XDG_RUNTIME_DIR): a directory someone else made there
+// beforehand would let them replace the socket and collect, or forge, every pushed stat.
+func prepareFallbackDir(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("creating the per-user socket directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking the per-user socket directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory (a symlink?); remove it or set --push.socket", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d), who may have made it to take over the socket; remove it or set --push.socket", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by group or others (mode %#o), who could replace the socket; chmod go-w it or set --push.socket", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 func fallbackSocketPath() string {
