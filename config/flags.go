@@ -74,7 +74,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 
 	register(f, r.Flag("trace.record", help("Record every sample to this JSON-lines file; \"\" is off.", "trace.record", `""`)).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Trace.Record = v })
-	register(f, r.Flag("trace.max-bytes", help("Stop recording the trace past this size (at least 1 MiB).", "trace.max_bytes", strconv.FormatUint(d.Trace.MaxBytes, 10))).PlaceHolder("BYTES"),
+	register(f, r.Flag("trace.max-bytes", help("Rotate the trace at this size, keeping one previous file PATH.1 (at least 1 MiB).", "trace.max_bytes", strconv.FormatUint(d.Trace.MaxBytes, 10))).PlaceHolder("BYTES"),
 		(*kingpin.FlagClause).Uint64, func(c *Config, v uint64) { c.Trace.MaxBytes = v })
 
 	register(f, r.Flag("collector.process-cmdline", help("Publish each GPU process's command line (up to 128 bytes, tokens included) in vram_process_info and the API.", "collector.process_cmdline", strconv.FormatBool(d.Collector.ProcessCmdline))),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/clock"
@@ -41,6 +42,9 @@ func registerDaemon(app *kingpin.Application) *daemonCmd {
 
 func (c *daemonCmd) run(ctx context.Context, stdout, stderr io.Writer) int {
 	valid, err := c.flags.Load()
+	if err == nil {
+		err = checkFiles(valid.Config())
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vram_exporter: invalid configuration:\n%v\n", err)
 		return 1
@@ -50,6 +54,22 @@ func (c *daemonCmd) run(ctx context.Context, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return runDaemon(ctx, valid, stderr)
+}
+
+// checkFiles checks the files the settings name, for --config.check and the daemon's
+// start alike, so that a configuration the check accepts does not fail at start over a
+// file: the web config (TLS and basic auth, loaded as exporter-toolkit loads it, with
+// its certificates) and the trace file (see openTraceFile). What only the start can
+// find (a busy port, a group that is not there) is still found there.
+func checkFiles(cfg config.Config) error {
+	var errs []error
+	if err := web.Validate(cfg.Web.ConfigFile); err != nil {
+		errs = append(errs, fmt.Errorf("web.config_file %s: %w", cfg.Web.ConfigFile, err))
+	}
+	if err := checkTraceFile(cfg.Trace.Record); err != nil {
+		errs = append(errs, fmt.Errorf("trace.record: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // runDaemon serves until ctx is done, then shuts everything down and returns the exit

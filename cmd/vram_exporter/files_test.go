@@ -1,12 +1,20 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/vram-exporter/vram_exporter/config"
 	"github.com/vram-exporter/vram_exporter/internal/asuser"
+	"github.com/vram-exporter/vram_exporter/join"
+	"github.com/vram-exporter/vram_exporter/nvml"
 )
 
 // The per-user fallback directory is made 0700; an existing one is used only if this
@@ -55,5 +63,99 @@ func TestPrepareFallbackDirRefusesAnotherUsersDirectory(t *testing.T) {
 	}
 	if err := prepareFallbackDir(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
 		t.Errorf("a directory of uid 65534: %v, want refused naming its owner", err)
+	}
+}
+
+// A FIFO at --trace.record is refused at once, whether or not something reads it: it
+// used to block the start (and SIGTERM) until a reader came.
+func TestTraceFileRefusesNonRegularFilesWithoutBlocking(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readFIFO := func() func() {
+		fd, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() { syscall.Close(fd) }
+	}
+	cases := []struct {
+		name  string
+		path  string
+		setup func() func()
+	}{
+		{"fifo without a reader", fifo, func() func() { return func() {} }},
+		{"fifo with a reader", fifo, readFIFO},
+		{"directory", dir, func() func() { return func() {} }},
+		{"device", "/dev/null", func() func() { return func() {} }},
+	}
+	for _, tc := range cases {
+		for _, create := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/create=%v", tc.name, create), func(t *testing.T) {
+				defer tc.setup()()
+				errc := make(chan error, 1)
+				go func() {
+					f, err := openTraceFile(tc.path, create)
+					if f != nil {
+						f.Close()
+					}
+					errc <- err
+				}()
+				select {
+				case err := <-errc:
+					if err == nil || (!strings.Contains(err.Error(), "not a regular file") && !strings.Contains(err.Error(), "is a directory")) {
+						t.Errorf("openTraceFile(%s) = %v, want refused as not a regular file", tc.path, err)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("openTraceFile blocked")
+				}
+			})
+		}
+	}
+}
+
+func TestCheckTraceFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkTraceFile(filepath.Join(dir, "new.jsonl")); err != nil {
+		t.Errorf("a file the daemon would create: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new.jsonl")); !os.IsNotExist(err) {
+		t.Errorf("the check created the file: %v", err)
+	}
+	if err := checkTraceFile(filepath.Join(dir, "no-such-dir", "t.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a file in a missing directory: %v, want refused", err)
+	}
+}
+
+// A trace file already at --trace.max-bytes no longer stops the start (a crash loop
+// under systemd): it becomes PATH.1 at the first write and PATH starts afresh.
+func TestRecorderRotatesAtTheBound(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	old := strings.Repeat(`{"t":1,"uuid":"GPU-a","gpu_used":1,"gpu_total":2}`+"\n", (1<<20)/50+1)
+	if err := os.WriteFile(path, []byte(old), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Trace.Record, cfg.Trace.MaxBytes = path, 1<<20
+	rec, closeRec, err := openRecorder(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatalf("a trace file at its bound stops the start: %v", err)
+	}
+	v := &join.View{Time: time.Unix(1_700_000_000, 0), GPUs: []join.GPU{{GPU: nvml.GPU{UUID: "GPU-b", UsedBytes: 1, TotalBytes: 2}}}}
+	for range 3 {
+		if err := rec.Record(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeRec()
+	prev, err := os.ReadFile(path + ".1")
+	if err != nil || string(prev) != old {
+		t.Errorf("PATH.1 is not the previous trace (%d bytes, %v)", len(prev), err)
+	}
+	cur, err := os.ReadFile(path)
+	if err != nil || strings.Count(string(cur), `"uuid":"GPU-b"`) != 3 || strings.Contains(string(cur), "GPU-a") {
+		t.Errorf("PATH after rotating = %q, %v; want the 3 new lines only", cur, err)
 	}
 }
