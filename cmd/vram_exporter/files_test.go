@@ -159,3 +159,37 @@ func TestRecorderRotatesAtTheBound(t *testing.T) {
 		t.Errorf("PATH after rotating = %q, %v; want the 3 new lines only", cur, err)
 	}
 }
+
+// replay says on stderr what it skipped, survives a line over 64 KiB, and exits 1 when
+// it could read nothing (it exited 0, silently, on a binary file, and aborted on a long
+// line).
+func TestReplayReportsSkippedLinesAndFailsOnNothing(t *testing.T) {
+	dir := t.TempDir()
+	good := `{"t": 1700000000, "pid": 7, "uuid": "GPU-a", "used": 5}`
+	mixed := filepath.Join(dir, "mixed.jsonl")
+	if err := os.WriteFile(mixed, []byte(good+"\n"+strings.Repeat("x", 100<<10)+"\nnot json\n"+good+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runArgs(t, "replay", "--input="+mixed, "--output=json")
+	if code != 0 || !strings.Contains(stdout, `"pid":7`) {
+		t.Errorf("mixed trace: exit %d, stdout %q, stderr %q; want 0 and pid 7's verdict", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "skipped 2 malformed lines: line 2: longer than 65536 bytes") || !strings.Contains(stderr, "line 3: not a JSON object") {
+		t.Errorf("stderr does not report the skipped lines: %q", stderr)
+	}
+
+	binary := filepath.Join(dir, "binary")
+	if err := os.WriteFile(binary, append([]byte("\x7fELF\x02\x01\x01\x00\n"), make([]byte, 4096)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{binary, empty} {
+		code, _, stderr := runArgs(t, "replay", "--input="+in)
+		if code != 1 || !strings.Contains(stderr, "no sample could be read from the trace") {
+			t.Errorf("replay of %s: exit %d, stderr %q; want exit 1 saying nothing was read", filepath.Base(in), code, stderr)
+		}
+	}
+}
