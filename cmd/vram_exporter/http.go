@@ -48,7 +48,7 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 	)
 	// /metrics serves the vram_* families from the view plus reg's.
 	gatherer := collector.NewTransactional(collector.New(joiner, ps, logger.Named("collector")).
-		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes), reg)
+		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes).WithCmdline(cfg.Collector.ProcessCmdline), reg)
 
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(reg, promhttp.HandlerForTransactional(gatherer, promhttp.HandlerOpts{
@@ -100,6 +100,7 @@ func newAPIHandler(cfg config.Config, joiner *join.Joiner) *apiserver.Handler {
 		SafetyMarginBytes: cfg.Headroom.SafetyMarginBytes,
 		Node:              node,
 		Version:           version.Version,
+		Cmdline:           cfg.Collector.ProcessCmdline,
 	})
 }
 
