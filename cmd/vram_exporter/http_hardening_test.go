@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/vram-exporter/vram_exporter/api"
 	"github.com/vram-exporter/vram_exporter/config"
 )
 
@@ -149,33 +152,42 @@ func TestDaemonStopsCleanlyWithAStuckClient(t *testing.T) {
 	}
 }
 
-// An idle keep-alive connection is closed after web.idle_timeout instead of being held
-// for ever.
+// Idle keep-alive connections are closed after web.idle_timeout instead of being held
+// for ever: 300 of them were all held before.
 func TestDaemonClosesIdleKeepAliveConnections(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.yml")
 	if err := os.WriteFile(cfg, []byte("web:\n  idle_timeout: 1s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, "--config.file="+cfg)
-	c, err := net.Dial("tcp", d.addr)
-	if err != nil {
-		t.Fatal(err)
+	const n = 300
+	conns := make([]*bufio.Reader, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+		conns[i] = br
 	}
-	defer c.Close()
-	if _, err := io.WriteString(c, "GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
-		t.Fatal(err)
+	start := time.Now()
+	for i, br := range conns {
+		if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+			t.Fatalf("idle keep-alive connection %d: read %v, want EOF (closed by the daemon) well within 60s", i, err)
+		}
 	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
-		t.Errorf("idle keep-alive connection: read %v, want EOF (closed by the daemon) well within 30s", err)
-	}
+	t.Logf("%d idle keep-alive connections closed %v after the last request", n, time.Since(start).Round(time.Millisecond))
 	d.stop()
 }
 
@@ -221,4 +233,41 @@ func TestAPIRejectionsAreExported(t *testing.T) {
 		}
 	}
 	d.stop()
+}
+
+// The real binary publishes command lines only with --collector.process-cmdline, in
+// /metrics and the API alike (demo mode's processes have command lines).
+func TestDaemonPublishesCmdlineOnlyWhenAsked(t *testing.T) {
+	cmdline := regexp.MustCompile(`vram_process_info\{cmdline="([^"]*)"`)
+	for _, on := range []bool{false, true} {
+		var extra []string
+		if on {
+			extra = append(extra, "--collector.process-cmdline")
+		}
+		d := startDemoDaemon(t, extra...)
+		body := d.waitMetrics("vram_process_info", func(b string) bool { return cmdline.MatchString(b) })
+		for _, m := range cmdline.FindAllStringSubmatch(body, -1) {
+			if (m[1] != "") != on {
+				t.Errorf("--collector.process-cmdline=%v: %s", on, m[0])
+			}
+		}
+		_, body = d.get("/api/v1/processes")
+		var ps api.Processes
+		if err := json.Unmarshal([]byte(body), &ps); err != nil {
+			t.Fatal(err)
+		}
+		facts := 0
+		for _, p := range ps.Processes {
+			if p.Facts != nil {
+				facts++
+				if (p.Facts.Cmdline != "") != on {
+					t.Errorf("--collector.process-cmdline=%v: the API gives pid %d cmdline %q", on, p.PID, p.Facts.Cmdline)
+				}
+			}
+		}
+		if facts == 0 {
+			t.Errorf("the API lists no process with facts: %.300s", body)
+		}
+		d.stop()
+	}
 }
