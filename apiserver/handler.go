@@ -32,6 +32,9 @@ type Options struct {
 	// converts the whole view, so two dashboards refreshing /api/v1/processes in a loop
 	// must not multiply the daemon's memory; a request over the bound gets 503.
 	MaxInFlight int
+	// Cmdline publishes each process's command line in facts.cmdline
+	// (collector.process_cmdline); off, it is "". It can carry tokens.
+	Cmdline bool
 }
 
 // DefaultMaxInFlight is the default bound on concurrent /api/v1 requests: triage and a
@@ -66,7 +69,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case api.PathGPUs:
 		build = func(v *join.View) any { return BuildGPUs(v, h.opts.SafetyMarginBytes) }
 	case api.PathProcesses:
-		build = func(v *join.View) any { return BuildProcesses(v) }
+		build = func(v *join.View) any { return withoutCmdlines(BuildProcesses(v), !h.opts.Cmdline) }
 	default:
 		writeError(w, http.StatusNotFound, "no such API path "+r.URL.Path+"; try "+api.PathStatus+", "+api.PathGPUs+" or "+api.PathProcesses)
 		return
@@ -168,6 +171,19 @@ func BuildGPUs(v *join.View, marginBytes uint64) api.GPUs {
 		out.Duplicates = append(out.Duplicates, o)
 	}
 	return out
+}
+
+// withoutCmdlines blanks every command line when redact is set (Options.Cmdline off).
+func withoutCmdlines(ps api.Processes, redact bool) api.Processes {
+	if !redact {
+		return ps
+	}
+	for i := range ps.Processes {
+		if f := ps.Processes[i].Facts; f != nil {
+			f.Cmdline = ""
+		}
+	}
+	return ps
 }
 
 // BuildProcesses converts a view into the /api/v1/processes response.

@@ -247,3 +247,25 @@ func TestInFlightLimit(t *testing.T) {
 		}
 	}
 }
+
+// facts.cmdline is "" unless Options.Cmdline: a command line can carry tokens, and the
+// API is as unauthenticated as /metrics by default.
+func TestCmdlineIsOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		srv := httptest.NewServer(apiserver.NewHandler(apitest.Static{V: apitest.View("node")}, apiserver.Options{Cmdline: on}))
+		ps := getJSON[api.Processes](t, srv.URL+api.PathProcesses)
+		srv.Close()
+		published := 0
+		for _, p := range ps.Processes {
+			if p.Facts == nil || p.Facts.Comm == "" {
+				t.Fatalf("pid %d lost its facts or comm: %+v", p.PID, p.Facts)
+			}
+			if p.Facts.Cmdline != "" {
+				published++
+			}
+		}
+		if on != (published > 0) || (!on && published != 0) {
+			t.Errorf("Cmdline %v: %d of %d processes carry a command line", on, published, len(ps.Processes))
+		}
+	}
+}

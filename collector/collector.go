@@ -43,7 +43,9 @@ type Collector struct {
 	log    *zap.Logger
 	now    func() time.Time
 	margin uint64 // headroom safety margin, bytes
-	d      descs
+	// cmdline publishes command lines in vram_process_info; off, the label is empty.
+	cmdline bool
+	d       descs
 }
 
 // New returns a Collector reading views and, if not nil, push server stats.
@@ -58,6 +60,11 @@ func (c *Collector) WithNow(now func() time.Time) *Collector { c.now = now; retu
 // WithHeadroomMargin sets the safety margin (bytes) kept free when counting how many
 // more workers fit on a GPU (headroom.safety_margin_bytes).
 func (c *Collector) WithHeadroomMargin(bytes uint64) *Collector { c.margin = bytes; return c }
+
+// WithCmdline publishes each process's command line in vram_process_info
+// (collector.process_cmdline). Off by default: a command line can carry tokens, and
+// /metrics is often served without auth; comm is always published.
+func (c *Collector) WithCmdline(on bool) *Collector { c.cmdline = on; return c }
 
 // Gather serialises the latest view into metric families, sorted by name. The families
 // are the caller's (tests, other gatherers); the daemon uses Transactional instead.
@@ -185,7 +192,11 @@ func (c *Collector) collectProcesses(e *emitter, v *join.View) bool {
 		}
 		seen[p.PID] = true
 		f := p.Facts
-		e.gauge(c.d.procInfo, 1, pid, f.Comm, f.Cmdline, f.ContainerID, f.PodUID)
+		cmdline := ""
+		if c.cmdline {
+			cmdline = f.Cmdline
+		}
+		e.gauge(c.d.procInfo, 1, pid, f.Comm, cmdline, f.ContainerID, f.PodUID)
 		gauge(e, c.d.procRSS, f.RSSBytes, pid)
 		if !f.StartTime.IsZero() {
 			e.gauge(c.d.procStart, float64(f.StartTime.UnixNano())/1e9, pid)

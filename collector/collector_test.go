@@ -307,3 +307,31 @@ vram_runtime_info{model="b",pid="7",runtime="torch",runtime_version="2.11",servi
 		t.Fatal(err)
 	}
 }
+
+// The command line is published only when asked for (collector.process_cmdline): it can
+// carry tokens, and /metrics is unauthenticated by default. comm always is.
+func TestProcessCmdlineIsOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		c := New(staticView{V: fixtureView()}, nil, zap.NewNop()).WithNow(func() time.Time { return now }).WithCmdline(on)
+		mfs, err := c.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var labels map[string]string
+		for _, mf := range mfs {
+			if mf.GetName() == "vram_process_info" {
+				labels = map[string]string{}
+				for _, l := range mf.GetMetric()[0].GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+			}
+		}
+		want := ""
+		if on {
+			want = "python3 serve.py"
+		}
+		if labels == nil || labels["cmdline"] != want || labels["comm"] != "python3" {
+			t.Errorf("WithCmdline(%v): vram_process_info labels %v, want cmdline %q and comm python3", on, labels, want)
+		}
+	}
+}

@@ -24,9 +24,9 @@ var notMetrics = map[string]bool{
 }
 
 // daemonMetrics are vram_* families the daemon exports beside the collectors':
-// cmd/vram_exporter registers client_golang's version collector, and its end-to-end test
-// checks the binary serves it.
-var daemonMetrics = []string{"vram_exporter_build_info"}
+// cmd/vram_exporter registers client_golang's version collector and the API's rejection
+// counter, and its end-to-end tests check the binary serves them.
+var daemonMetrics = []string{"vram_exporter_build_info", "vram_api_requests_rejected_total"}
 
 // exported is every vram_* family a scrape of the daemon can carry, sorted.
 func exported() []string {

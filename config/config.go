@@ -27,15 +27,25 @@ import (
 
 // Config is the whole settings tree; each field's yaml tag is the key users write.
 type Config struct {
-	Web      Web      `yaml:"web"`
-	Paths    Paths    `yaml:"paths"`
-	Log      Log      `yaml:"log"`
-	NVML     NVML     `yaml:"nvml"`
-	Push     Push     `yaml:"push"`
-	Trend    Trend    `yaml:"trend"`
-	Trace    Trace    `yaml:"trace"`
-	Headroom Headroom `yaml:"headroom"`
-	Demo     Demo     `yaml:"demo"`
+	Web       Web       `yaml:"web"`
+	Paths     Paths     `yaml:"paths"`
+	Log       Log       `yaml:"log"`
+	NVML      NVML      `yaml:"nvml"`
+	Push      Push      `yaml:"push"`
+	Trend     Trend     `yaml:"trend"`
+	Trace     Trace     `yaml:"trace"`
+	Headroom  Headroom  `yaml:"headroom"`
+	Collector Collector `yaml:"collector"`
+	Demo      Demo      `yaml:"demo"`
+}
+
+// Collector chooses what /metrics and /api/v1 publish beyond the defaults.
+type Collector struct {
+	// ProcessCmdline publishes each GPU process's command line (up to 128 bytes) in
+	// vram_process_info and the JSON API. Off by default: a command line can carry
+	// tokens and passwords, and the endpoints are unauthenticated unless a web config
+	// adds auth. comm is always published.
+	ProcessCmdline bool `yaml:"process_cmdline"`
 }
 
 // Web is the HTTP side: where /metrics and the JSON API are served.
@@ -44,6 +54,12 @@ type Web struct {
 	TelemetryPath string `yaml:"telemetry_path"`
 	// ConfigFile is an exporter-toolkit web config (TLS, basic auth); "" serves plain HTTP.
 	ConfigFile string `yaml:"config_file"`
+	// The HTTP server's bounds, so idle keep-alive connections, slow readers and slow
+	// senders of headers cannot hold connections (and their buffers) forever.
+	ReadTimeout    time.Duration `yaml:"read_timeout"`
+	WriteTimeout   time.Duration `yaml:"write_timeout"`
+	IdleTimeout    time.Duration `yaml:"idle_timeout"`
+	MaxHeaderBytes int           `yaml:"max_header_bytes"`
 }
 
 // Paths points at the host filesystems the daemon reads, so tests can use fixtures.
@@ -124,6 +140,15 @@ func Default() Config {
 			// 9100–9999 is fully allocated on the Prometheus default-port wiki page.
 			ListenAddress: ":10090",
 			TelemetryPath: "/metrics",
+			// A scrape or an API request is read in well under a second; 30 s leaves room
+			// for a loaded node without letting a slow client keep its connection.
+			ReadTimeout: 30 * time.Second,
+			// Covers writing the largest response (/metrics of a full node, the streamed
+			// /api/v1/processes) to a reader that keeps up; a stalled one is cut here.
+			WriteTimeout: 60 * time.Second,
+			// Longer than a 1m scrape interval, so Prometheus keeps its connection.
+			IdleTimeout:    90 * time.Second,
+			MaxHeaderBytes: 64 << 10,
 		},
 		Paths: Paths{Procfs: "/proc"},
 		Log:   Log{Level: "info", Format: "console"},
@@ -209,7 +234,10 @@ const (
 	minPollInterval  = 100 * time.Millisecond
 	maxPollInterval  = time.Minute
 	minTraceMaxBytes = 1 << 20
-	maxDemoSpeed     = 3600
+	// Basic auth and a browser's headers fit in 4 KiB many times over.
+	minMaxHeaderBytes = 4 << 10
+	maxMaxHeaderBytes = 1 << 20
+	maxDemoSpeed      = 3600
 )
 
 var (
@@ -317,7 +345,12 @@ func (c Config) ownProblems() problems {
 	// web
 	if _, port, err := net.SplitHostPort(c.Web.ListenAddress); err != nil || port == "" {
 		ps.add("web.listen_address", "%q is not host:port; use host:port or :port, like %q", c.Web.ListenAddress, Default().Web.ListenAddress)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		// net.Listen would refuse it at start (it looks the port up the same way, in
+		// /etc/services for a name): say so here, where --config.check sees it.
+		ps.add("web.listen_address", "port %q of %q is not a port number from 0 to 65535 (nor a service name); use one like %q", port, c.Web.ListenAddress, Default().Web.ListenAddress)
 	}
+	ps = append(ps, c.Web.serverProblems()...)
 	if !strings.HasPrefix(c.Web.TelemetryPath, "/") {
 		ps.add("web.telemetry_path", "%q does not start with \"/\"; use a URL path like %q", c.Web.TelemetryPath, "/"+c.Web.TelemetryPath)
 	}
@@ -361,6 +394,24 @@ func (c Config) ownProblems() problems {
 	// demo: speed scales the daemon's clock, which the wiring builds.
 	if d := c.Demo.Speed; math.IsNaN(d) || d < 1 || d > maxDemoSpeed {
 		ps.add("demo.speed", "%g is out of range; use 1 (real time) to %d", d, maxDemoSpeed)
+	}
+	return ps
+}
+
+// serverProblems checks the HTTP server's bounds: a zero timeout would mean none at
+// all in net/http, which is what these keys exist to prevent.
+func (w Web) serverProblems() problems {
+	var ps problems
+	for _, t := range []struct {
+		key string
+		d   time.Duration
+	}{{"web.read_timeout", w.ReadTimeout}, {"web.write_timeout", w.WriteTimeout}, {"web.idle_timeout", w.IdleTimeout}} {
+		if t.d < time.Second {
+			ps.add(t.key, "%s is too short; use at least 1s (there is no \"no timeout\")", fmtDuration(t.d))
+		}
+	}
+	if w.MaxHeaderBytes < minMaxHeaderBytes || w.MaxHeaderBytes > maxMaxHeaderBytes {
+		ps.add("web.max_header_bytes", "%d is out of range; use %d to %d", w.MaxHeaderBytes, minMaxHeaderBytes, maxMaxHeaderBytes)
 	}
 	return ps
 }

@@ -24,9 +24,13 @@ func TestDefaultIsValid(t *testing.T) {
 func TestLoadFileGoodSetsEveryKey(t *testing.T) {
 	want := Config{
 		Web: Web{
-			ListenAddress: "127.0.0.1:10091",
-			TelemetryPath: "/vram/metrics",
-			ConfigFile:    "/etc/vram_exporter/web.yml",
+			ListenAddress:  "127.0.0.1:10091",
+			TelemetryPath:  "/vram/metrics",
+			ConfigFile:     "/etc/vram_exporter/web.yml",
+			ReadTimeout:    10 * time.Second,
+			WriteTimeout:   20 * time.Second,
+			IdleTimeout:    30 * time.Second,
+			MaxHeaderBytes: 8192,
 		},
 		Paths: Paths{Procfs: "/host/proc"},
 		Log:   Log{Level: "debug", Format: "json"},
@@ -50,9 +54,10 @@ func TestLoadFileGoodSetsEveryKey(t *testing.T) {
 			MinFit:                0.9,
 			MinDuration:           15 * time.Minute,
 		},
-		Trace:    Trace{Record: "/var/lib/vram_exporter/trace.jsonl", MaxBytes: 1 << 30},
-		Headroom: Headroom{SafetyMarginBytes: 4 << 30},
-		Demo:     Demo{Enabled: true, GPUs: 8, GPUMemoryBytes: 80 << 30, Speed: 60, Seed: 42},
+		Trace:     Trace{Record: "/var/lib/vram_exporter/trace.jsonl", MaxBytes: 1 << 30},
+		Headroom:  Headroom{SafetyMarginBytes: 4 << 30},
+		Collector: Collector{ProcessCmdline: true},
+		Demo:      Demo{Enabled: true, GPUs: 8, GPUMemoryBytes: 80 << 30, Speed: 60, Seed: 42},
 	}
 	got, err := LoadFile("testdata/good.yml")
 	if err != nil {
@@ -110,12 +115,12 @@ var invalidFiles = []struct {
 	file string
 	want string
 }{
-	{"invalid-unknown-key.yml", `config file testdata/invalid-unknown-key.yml: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file`},
-	{"invalid-unknown-key-flow.yml", `config file testdata/invalid-unknown-key-flow.yml: line 1: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file`},
-	{"invalid-unknown-top-level-key.yml", `config file testdata/invalid-unknown-top-level-key.yml: line 3: unknown key "nvm" at the top level; known keys: web, paths, log, nvml, push, trend, trace, headroom, demo`},
+	{"invalid-unknown-key.yml", `config file testdata/invalid-unknown-key.yml: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`},
+	{"invalid-unknown-key-flow.yml", `config file testdata/invalid-unknown-key-flow.yml: line 1: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`},
+	{"invalid-unknown-top-level-key.yml", `config file testdata/invalid-unknown-top-level-key.yml: line 3: unknown key "nvm" at the top level; known keys: web, paths, log, nvml, push, trend, trace, headroom, collector, demo`},
 	{"invalid-wrong-type-duration.yml", `config file testdata/invalid-wrong-type-duration.yml: line 2: nvml.poll_interval: "fast" is not a duration; write a number with a unit, like "30s", "15m" or "2h"`},
 	{"invalid-wrong-type-bytes.yml", `config file testdata/invalid-wrong-type-bytes.yml: line 2: trace.max_bytes: "1GiB" is not a whole number; write a non-negative integer without quotes or units, like 4096`},
-	{"invalid-wrong-type-section.yml", `config file testdata/invalid-wrong-type-section.yml: line 1: web: "5" is not a mapping of keys; indent the keys of web below it (known keys: listen_address, telemetry_path, config_file)`},
+	{"invalid-wrong-type-section.yml", `config file testdata/invalid-wrong-type-section.yml: line 1: web: "5" is not a mapping of keys; indent the keys of web below it (known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes)`},
 	{"invalid-wrong-types-many.yml", strings.Join([]string{
 		`config file testdata/invalid-wrong-types-many.yml: line 2: push.ttl: "soon" is not a duration; write a number with a unit, like "30s", "15m" or "2h"`,
 		`config file testdata/invalid-wrong-types-many.yml: line 3: push.max_connections: "lots" is not a whole number; write an integer without quotes, like 4096`,
@@ -140,6 +145,12 @@ var invalidFiles = []struct {
 	{"invalid-log-level.yml", `log.level: "verbose" is not a log level; use one of debug, info, warn, error`},
 	{"invalid-log-format.yml", `log.format: "xml" is not a log format; use one of console, json`},
 	{"invalid-telemetry-path.yml", `web.telemetry_path: "metrics" does not start with "/"; use a URL path like "/metrics"`},
+	{"invalid-listen-port.yml", `web.listen_address: port "99999" of ":99999" is not a port number from 0 to 65535 (nor a service name); use one like ":10090"`},
+	{"invalid-web-timeouts.yml", strings.Join([]string{
+		`web.read_timeout: 0s is too short; use at least 1s (there is no "no timeout")`,
+		`web.idle_timeout: 500ms is too short; use at least 1s (there is no "no timeout")`,
+		`web.max_header_bytes: 100 is out of range; use 4096 to 1048576`,
+	}, "\n")},
 	{"invalid-listen-address.yml", `web.listen_address: "localhost" is not host:port; use host:port or :port, like ":10090"`},
 	{"invalid-socket-relative.yml", `push.socket: "push.sock" is not an absolute path; use one like "/run/vram_exporter/push.sock"`},
 	{"invalid-max-connections.yml", `push.max_connections: 0 is out of range; use at least 1, like 4096`},
@@ -390,6 +401,10 @@ func assertAllFieldsDiffer(t *testing.T, got, def Config) {
 		{"web.listen_address", got.Web.ListenAddress, def.Web.ListenAddress},
 		{"web.telemetry_path", got.Web.TelemetryPath, def.Web.TelemetryPath},
 		{"web.config_file", got.Web.ConfigFile, def.Web.ConfigFile},
+		{"web.read_timeout", got.Web.ReadTimeout, def.Web.ReadTimeout},
+		{"web.write_timeout", got.Web.WriteTimeout, def.Web.WriteTimeout},
+		{"web.idle_timeout", got.Web.IdleTimeout, def.Web.IdleTimeout},
+		{"web.max_header_bytes", got.Web.MaxHeaderBytes, def.Web.MaxHeaderBytes},
 		{"paths.procfs", got.Paths.Procfs, def.Paths.Procfs},
 		{"log.level", got.Log.Level, def.Log.Level},
 		{"log.format", got.Log.Format, def.Log.Format},
@@ -410,6 +425,7 @@ func assertAllFieldsDiffer(t *testing.T, got, def Config) {
 		{"trace.record", got.Trace.Record, def.Trace.Record},
 		{"trace.max_bytes", got.Trace.MaxBytes, def.Trace.MaxBytes},
 		{"headroom.safety_margin_bytes", got.Headroom.SafetyMarginBytes, def.Headroom.SafetyMarginBytes},
+		{"collector.process_cmdline", got.Collector.ProcessCmdline, def.Collector.ProcessCmdline},
 		{"demo.enabled", got.Demo.Enabled, def.Demo.Enabled},
 		{"demo.gpus", got.Demo.GPUs, def.Demo.GPUs},
 		{"demo.gpu_memory_bytes", got.Demo.GPUMemoryBytes, def.Demo.GPUMemoryBytes},

@@ -58,7 +58,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 
 	register(f, r.Flag("push.socket", help("Unix socket serving processes push allocator stats to; \"\" disables it.", "push.socket", strconv.Quote(d.Push.Socket))).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.Socket = v })
-	register(f, r.Flag("push.socket-mode", help("Octal mode of the push socket; its directory gets the same bits plus x where r is set.", "push.socket_mode", strconv.Quote(fmtMode(d.Push.SocketMode)))).PlaceHolder("MODE"),
+	register(f, r.Flag("push.socket-mode", help("Octal mode of the push socket; a directory the daemon creates for it gets r-x (never w) for group and others where the socket gives them access.", "push.socket_mode", strconv.Quote(fmtMode(d.Push.SocketMode)))).PlaceHolder("MODE"),
 		modeVar, func(c *Config, v os.FileMode) { c.Push.SocketMode = v })
 	register(f, r.Flag("push.socket-group", help("Group name or numeric gid owning the push socket.", "push.socket_group", `"" (the daemon's group)`)).PlaceHolder("GROUP"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.SocketGroup = v })
@@ -74,8 +74,11 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 
 	register(f, r.Flag("trace.record", help("Record every sample to this JSON-lines file; \"\" is off.", "trace.record", `""`)).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Trace.Record = v })
-	register(f, r.Flag("trace.max-bytes", help("Stop recording the trace past this size (at least 1 MiB).", "trace.max_bytes", strconv.FormatUint(d.Trace.MaxBytes, 10))).PlaceHolder("BYTES"),
+	register(f, r.Flag("trace.max-bytes", help("Rotate the trace at this size, keeping one previous file PATH.1 (at least 1 MiB).", "trace.max_bytes", strconv.FormatUint(d.Trace.MaxBytes, 10))).PlaceHolder("BYTES"),
 		(*kingpin.FlagClause).Uint64, func(c *Config, v uint64) { c.Trace.MaxBytes = v })
+
+	register(f, r.Flag("collector.process-cmdline", help("Publish each GPU process's command line (up to 128 bytes, tokens included) in vram_process_info and the API.", "collector.process_cmdline", strconv.FormatBool(d.Collector.ProcessCmdline))),
+		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Collector.ProcessCmdline = v })
 
 	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML and the push socket.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
 		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Demo.Enabled = v })

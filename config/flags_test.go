@@ -121,12 +121,13 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 		"--trend.long-window=3h",
 		"--trace.record=/tmp/trace.jsonl",
 		"--trace.max-bytes=2097152",
+		"--collector.process-cmdline",
 		"--demo",
 		"--demo.speed=60",
 		"--demo.seed=9",
 	))
 	want := Default()
-	want.Web = Web{ListenAddress: "127.0.0.1:10091", TelemetryPath: "/m", ConfigFile: "/etc/web.yml"}
+	want.Web.ListenAddress, want.Web.TelemetryPath, want.Web.ConfigFile = "127.0.0.1:10091", "/m", "/etc/web.yml"
 	want.Paths.Procfs = "/host/proc"
 	want.NVML = NVML{PollInterval: 500 * time.Millisecond, LibraryPath: "/lib/libnvidia-ml.so.1"}
 	want.Log = Log{Level: "debug", Format: "json"}
@@ -134,6 +135,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 	want.Trend.ShortWindow = 20 * time.Minute
 	want.Trend.LongWindow = 3 * time.Hour
 	want.Trace = Trace{Record: "/tmp/trace.jsonl", MaxBytes: 2 << 20}
+	want.Collector.ProcessCmdline = true
 	want.Demo.Enabled = true
 	want.Demo.Speed = 60
 	want.Demo.Seed = 9
@@ -155,7 +157,7 @@ func TestFlagsAreValidatedTogetherWithFile(t *testing.T) {
 func TestFlagsReportFileErrors(t *testing.T) {
 	path := writeFile(t, "web:\n  listen_adress: x\n")
 	_, err := parseArgs(t, "--config.file="+path).Load()
-	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file`
+	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load() = %v, want %s", err, want)
 	}
@@ -223,7 +225,7 @@ func TestFlagHelpNamesKeyAndDefault(t *testing.T) {
 			t.Errorf("--%s has a kingpin default %q, which would hide the file's value", fl.Name, fl.Default)
 		}
 	}
-	if seen != 20 {
-		t.Errorf("%d overriding flags, want 20", seen)
+	if seen != 21 {
+		t.Errorf("%d overriding flags, want 21", seen)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -174,6 +175,16 @@ func TestDaemonSet(t *testing.T) {
 		if isc == nil || isc.AllowPrivilegeEscalation == nil || *isc.AllowPrivilegeEscalation || isc.Capabilities == nil ||
 			!reflect.DeepEqual(isc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 			t.Errorf("init container %s: securityContext must drop ALL and forbid escalation", ic.Name)
+		}
+		// The socket directory: the push group must traverse it to reach the socket, and
+		// must not write it (a pod could unlink the socket and bind its own).
+		if m := regexp.MustCompile(`chmod (\d+) /run/vram_exporter`).FindStringSubmatch(strings.Join(ic.Command, " ")); m != nil {
+			mode, err := strconv.ParseUint(m[1], 8, 32)
+			if err != nil || mode&0o022 != 0 || mode&0o010 == 0 {
+				t.Errorf("init container %s: socket directory mode %s must let the group traverse (g+x) and give nobody but the owner w", ic.Name, m[1])
+			}
+		} else if ic.Name == "socket-dir" {
+			t.Errorf("init container %s no longer sets the socket directory's mode; update this test", ic.Name)
 		}
 	}
 

@@ -19,6 +19,13 @@ func NewTraceRecorder(out *bufio.Writer, maxBytes int64) *TraceRecorder {
 	return &TraceRecorder{buf: out, w: trace.NewWriter(out, maxBytes)}
 }
 
+// NewRotatingTraceRecorder records to out and calls rotate at the maxBytes bound
+// instead of stopping (trace.Rotating; written is what the output already holds). rotate
+// must flush out and reset it onto a fresh file.
+func NewRotatingTraceRecorder(out *bufio.Writer, maxBytes, written int64, rotate func() error) *TraceRecorder {
+	return &TraceRecorder{buf: out, w: trace.Rotating(out, maxBytes, written, rotate)}
+}
+
 // Record writes one line per GPU and per (pid, uuid) of the view: the samples the trend
 // engine is fed (GPU.Sample, Process.Sample).
 func (r *TraceRecorder) Record(v *View) error {

@@ -31,9 +31,15 @@ func (e *inUseError) Is(target error) bool { return target == ErrSocketInUse }
 var ErrNotBuiltIn = errors.New("the push socket is not built in on " + runtime.GOOS +
 	" (it needs Linux's SOCK_SEQPACKET unix sockets and SO_PASSCRED): no allocator stats are received")
 
-// dirMode is the socket mode with x added wherever r is set: whoever may use the socket
-// must be able to traverse the directory to reach it.
-func dirMode(m os.FileMode) os.FileMode { return m | (m&0o444)>>2 }
+// dirMode is the directory the daemon creates for a socket of mode m: rwx for the owner;
+// for group and others r-x where the socket gives them r or w, so whoever may use the
+// socket can traverse to it. Never w for them: write on the directory would let any
+// pusher unlink the socket and bind its own in its place, and read every other sender's
+// stats.
+func dirMode(m os.FileMode) os.FileMode {
+	may := (m | (m&0o222)<<1) & 0o044 // r where the socket gives r or w
+	return 0o700 | may | may>>2
+}
 
 // Listen prepares the socket directory, replaces a stale socket a crashed daemon left
 // behind, binds the SOCK_SEQPACKET socket and applies mode, group and SO_PASSCRED.

@@ -444,7 +444,7 @@ func newListenServer(t *testing.T, opts ServerOptions) *Server {
 func TestListenModesAndGroup(t *testing.T) {
 	tests := []struct {
 		mode, wantDir os.FileMode
-	}{{0o660, 0o770}, {0o600, 0o700}, {0o640, 0o750}, {0o666, 0o777}}
+	}{{0o660, 0o750}, {0o600, 0o700}, {0o640, 0o750}, {0o666, 0o755}, {0o620, 0o750}, {0o602, 0o705}} // never w for group or others
 	for _, tt := range tests {
 		t.Run(tt.mode.String(), func(t *testing.T) {
 			dir := filepath.Join(socketDir(t), "vram")

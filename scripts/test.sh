@@ -15,6 +15,8 @@ export VRAM_REQUIRE_ALL=1
 need_pkgs=()
 command -v python3 >/dev/null || need_pkgs+=(python3)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
+# deploy's TestSystemdUnitVerifies runs systemd-analyze verify on the shipped unit.
+command -v systemd-analyze >/dev/null || need_pkgs+=(systemd)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "missing: ${need_pkgs[*]}; install them (apt-get install ${need_pkgs[*]}) or run as root" >&2

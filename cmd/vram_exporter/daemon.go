@@ -7,12 +7,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/clock"
@@ -39,6 +42,9 @@ func registerDaemon(app *kingpin.Application) *daemonCmd {
 
 func (c *daemonCmd) run(ctx context.Context, stdout, stderr io.Writer) int {
 	valid, err := c.flags.Load()
+	if err == nil {
+		err = checkFiles(valid.Config())
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "vram_exporter: invalid configuration:\n%v\n", err)
 		return 1
@@ -48,6 +54,22 @@ func (c *daemonCmd) run(ctx context.Context, stdout, stderr io.Writer) int {
 		return 0
 	}
 	return runDaemon(ctx, valid, stderr)
+}
+
+// checkFiles checks the files the settings name, for --config.check and the daemon's
+// start alike, so that a configuration the check accepts does not fail at start over a
+// file: the web config (TLS and basic auth, loaded as exporter-toolkit loads it, with
+// its certificates) and the trace file (see openTraceFile). What only the start can
+// find (a busy port, a group that is not there) is still found there.
+func checkFiles(cfg config.Config) error {
+	var errs []error
+	if err := web.Validate(cfg.Web.ConfigFile); err != nil {
+		errs = append(errs, fmt.Errorf("web.config_file %s: %w", cfg.Web.ConfigFile, err))
+	}
+	if err := checkTraceFile(cfg.Trace.Record); err != nil {
+		errs = append(errs, fmt.Errorf("trace.record: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // runDaemon serves until ctx is done, then shuts everything down and returns the exit
@@ -60,12 +82,43 @@ func runDaemon(ctx context.Context, valid config.Valid, stderr io.Writer) int {
 		return 1
 	}
 	defer func() { _ = logger.Sync() }()
+	defer handleHangup(logger)()
 	if err := serve(ctx, cfg, logger); err != nil {
 		logger.Error("vram_exporter stopped with an error", zap.Error(err))
 		return 1
 	}
 	logger.Info("vram_exporter stopped cleanly")
 	return 0
+}
+
+// handleHangup catches SIGHUP for as long as the daemon runs and returns the function
+// that stops catching it. Its default action would kill the daemon and leave the socket
+// behind, and `systemctl reload` or a habit of "kill -HUP after editing the config" must
+// not take a node's GPU view down. There is nothing to reload in place: the web config
+// (TLS, basic auth) is already re-read by exporter-toolkit on every request and TLS
+// handshake, and every other setting (socket, limits, detector) is applied at start, so
+// it says so and keeps serving.
+func handleHangup(logger *zap.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-hup:
+				logger.Info("SIGHUP received: nothing to reload in place; the web config file is re-read on every request, other settings apply at start, so restart the daemon to change them")
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+		<-stopped
+	}
 }
 
 // serve wires the daemon in the order data flows: sources, the join, the readers, HTTP.
@@ -221,6 +274,9 @@ func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *z
 		return nil, fmt.Errorf("push socket: %w", err)
 	}
 	alt := fallbackSocketPath()
+	if err2 := prepareFallbackDir(filepath.Dir(alt)); err2 != nil {
+		return nil, fmt.Errorf("push socket: %w (fallback: %v)", err, err2)
+	}
 	srv, err2 := open(alt)
 	if err2 != nil {
 		return nil, fmt.Errorf("push socket: %w (fallback %s: %v)", err, alt, err2)
@@ -228,6 +284,34 @@ func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *z
 	logger.Warn("cannot create the default push socket (run as root or set --push.socket); using a per-user socket instead: point clients at it with VRAM_EXPORTER_SOCKET",
 		zap.String("default", cfg.Push.Socket), zap.String("path", alt), zap.NamedError("cause", err))
 	return srv, nil
+}
+
+// prepareFallbackDir makes the per-user socket directory, 0700, or accepts an existing
+// one only if this user owns it and nobody else can write it. The fallback lives in a
+// shared place (/tmp without XDG_RUNTIME_DIR): a directory someone else made there
+// beforehand would let them replace the socket and collect, or forge, every pushed stat.
+func prepareFallbackDir(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("creating the per-user socket directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking the per-user socket directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory (a symlink?); remove it or set --push.socket", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (uid %d), who may have made it to take over the socket; remove it or set --push.socket", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s is writable by group or others (mode %#o), who could replace the socket; chmod go-w it or set --push.socket", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 func fallbackSocketPath() string {

@@ -48,7 +48,7 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 	)
 	// /metrics serves the vram_* families from the view plus reg's.
 	gatherer := collector.NewTransactional(collector.New(joiner, ps, logger.Named("collector")).
-		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes), reg)
+		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes).WithCmdline(cfg.Collector.ProcessCmdline), reg)
 
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(reg, promhttp.HandlerForTransactional(gatherer, promhttp.HandlerOpts{
@@ -57,7 +57,9 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 		MaxRequestsInFlight: 8,
 		Timeout:             10 * time.Second,
 	})))
-	mux.Handle("/api/v1/", newAPIHandler(cfg, joiner))
+	api := newAPIHandler(cfg, joiner)
+	reg.MustRegister(apiRejectedCounter(api))
+	mux.Handle("/api/v1/", api)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
 	if cfg.Web.TelemetryPath != "/" {
@@ -79,8 +81,17 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 	return mux, nil
 }
 
+// apiRejectedCounter exports the API's in-flight refusals, so a dashboard refreshing
+// too often shows up as a rate rather than as silent 503s.
+func apiRejectedCounter(h *apiserver.Handler) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "vram_api_requests_rejected_total",
+		Help: "Requests to /api/v1 answered 503 because the most requests the daemon builds at once were already being served; retry later or refresh less often.",
+	}, func() float64 { return float64(h.Rejected()) })
+}
+
 // newAPIHandler serves /api/v1/… (docs/api.md) from the joined view.
-func newAPIHandler(cfg config.Config, joiner *join.Joiner) http.Handler {
+func newAPIHandler(cfg config.Config, joiner *join.Joiner) *apiserver.Handler {
 	node, err := os.Hostname()
 	if err != nil {
 		node = ""
@@ -89,6 +100,7 @@ func newAPIHandler(cfg config.Config, joiner *join.Joiner) http.Handler {
 		SafetyMarginBytes: cfg.Headroom.SafetyMarginBytes,
 		Node:              node,
 		Version:           version.Version,
+		Cmdline:           cfg.Collector.ProcessCmdline,
 	})
 }
 
@@ -118,7 +130,7 @@ func listenHTTP(cfg config.Config) (net.Listener, error) {
 // it comes last at start: everything else is up by then.
 func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg config.Config, logger *zap.Logger) error {
 	logger.Info("listening", zap.String("address", ln.Addr().String()), zap.String("telemetry_path", cfg.Web.TelemetryPath))
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(handler, cfg.Web)
 	webCfg := cfg.Web.ConfigFile
 	systemd := false
 	addrs := []string{cfg.Web.ListenAddress}
@@ -136,11 +148,42 @@ func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg c
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		return fmt.Errorf("http shutdown: %w", err)
-	}
+	shutdownHTTP(srv, shutdownGrace, logger)
 	<-errc
 	return nil
+}
+
+// shutdownGrace is how long requests in flight may finish after SIGTERM. It is short of
+// the stop timeouts of systemd (90 s) and Kubernetes (30 s), so the daemon removes its
+// socket itself instead of being killed.
+const shutdownGrace = 5 * time.Second
+
+// newHTTPServer bounds every phase of a connection: net/http's zero values mean no
+// limit, and one stuck client per zero would be held for ever.
+func newHTTPServer(handler http.Handler, w config.Web) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: min(10*time.Second, w.ReadTimeout),
+		ReadTimeout:       w.ReadTimeout,
+		WriteTimeout:      w.WriteTimeout,
+		IdleTimeout:       w.IdleTimeout,
+		MaxHeaderBytes:    w.MaxHeaderBytes,
+	}
+}
+
+// shutdownHTTP stops accepting, lets requests in flight finish for up to grace, then
+// closes whatever is left. A client that stops reading is a client's problem: the
+// daemon still stops cleanly, and its exit code says nothing went wrong on its side.
+func shutdownHTTP(srv *http.Server, grace time.Duration, logger *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if err == nil {
+		return
+	}
+	logger.Warn("HTTP requests still in flight after the shutdown grace period; closing their connections",
+		zap.Duration("grace", grace), zap.Error(err))
+	if err := srv.Close(); err != nil {
+		logger.Warn("closing HTTP connections", zap.Error(err))
+	}
 }

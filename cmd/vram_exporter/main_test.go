@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vram-exporter/vram_exporter/internal/asuser"
 )
 
 // buildDir holds what the end-to-end tests build (the -race binary, built once by
@@ -13,6 +15,7 @@ import (
 var buildDir string
 
 func TestMain(m *testing.M) {
+	asuser.Main() // when this binary was started to act as another user
 	os.Exit(inTempDir("vram_exporter-e2e", func(dir string) int {
 		buildDir = dir
 		return m.Run()

@@ -87,7 +87,13 @@ func (c *replayCmd) run(_ context.Context, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
-	if _, err := replay.Run(in, stdout, trendConfig(cfg), c.output); err != nil {
+	sum, err := replay.Run(in, stdout, trendConfig(cfg), c.output)
+	// What was skipped goes to stderr either way, so neither format's output changes
+	// and a partly broken trace is never replayed silently.
+	if s := sum.Skipped(5); s != "" {
+		fmt.Fprintf(stderr, "vram_exporter replay: %s\n", s)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "vram_exporter replay: %v\n", err)
 		return 1
 	}

@@ -181,7 +181,44 @@ func Run(in io.Reader, out io.Writer, cfg trend.Config, format string) (Summary,
 	if werr != nil {
 		return sum, fmt.Errorf("writing replay output: %w", werr)
 	}
+	if sum.Records == 0 {
+		if sum.Malformed > 0 {
+			return sum, fmt.Errorf("%w: all %d non-empty lines are malformed; is it a JSON-lines trace written by --trace.record?", ErrNoRecords, sum.Malformed)
+		}
+		return sum, fmt.Errorf("%w: it is empty", ErrNoRecords)
+	}
 	return sum, nil
+}
+
+// ErrNoRecords is matched (errors.Is) by Run's error when not one line of the input
+// was a sample: an empty file, or something other than a trace. A replay that saw
+// nothing must not look like one that found nothing wrong.
+var ErrNoRecords = errors.New("no sample could be read from the trace")
+
+// Skipped describes the malformed lines for people: how many, and the first few (at
+// most first) with their line numbers and reasons; "" when there were none.
+func (s Summary) Skipped(first int) string {
+	if s.Malformed == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "skipped %d malformed line", s.Malformed)
+	if s.Malformed != 1 {
+		b.WriteString("s")
+	}
+	for i, e := range s.MalformedLines {
+		if i == first {
+			b.WriteString("; …")
+			break
+		}
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
 }
 
 // JSONLine is one line of the JSON output. Slopes are bytes per second over the short

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,44 @@ func TestUnknownStartIsNotANewProcess(t *testing.T) {
 	}
 	if len(changes) != 1 || changes[0].Start != 50 {
 		t.Fatalf("changes %+v, want one warming_up for start 50", changes)
+	}
+}
+
+// Nothing readable is an error, not an empty replay that exits 0: an empty input, or one
+// that is not a trace (a binary file), whose lines are all malformed.
+func TestRunWithoutRecordsFails(t *testing.T) {
+	binary := string([]byte{0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, '\n', 0xff, 0xfe, 0, 1, '\n'}) + strings.Repeat("\x00", 100<<10)
+	for name, in := range map[string]string{"empty": "", "blank lines": "\n \n", "binary": binary} {
+		t.Run(name, func(t *testing.T) {
+			sum, err := Run(strings.NewReader(in), &bytes.Buffer{}, trend.DefaultConfig(), FormatJSON)
+			if !errors.Is(err, ErrNoRecords) {
+				t.Fatalf("Run = %v, want ErrNoRecords", err)
+			}
+			if name == "binary" && (sum.Malformed != 3 || !strings.Contains(err.Error(), "all 3 non-empty lines are malformed")) {
+				t.Errorf("binary input: %d malformed, error %v", sum.Malformed, err)
+			}
+		})
+	}
+}
+
+// Skipped names how many lines were skipped and the first few, with line numbers.
+func TestSummarySkipped(t *testing.T) {
+	good := `{"t": 1, "pid": 1, "uuid": "GPU-a", "used": 5}`
+	in := good + "\nnot json\n" + good + "\n{\"t\": 1}\n" + strings.Repeat("a", 70<<10) + "\n{}\n"
+	sum, err := Run(strings.NewReader(in), &bytes.Buffer{}, trend.DefaultConfig(), FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sum.Skipped(2)
+	for _, want := range []string{"skipped 4 malformed lines: ", "line 2: not a JSON object", "; line 4: missing \"uuid\"", "; …"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Skipped(2) = %q, lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "line 5") {
+		t.Errorf("Skipped(2) lists a third line: %q", got)
+	}
+	if s := (Summary{}).Skipped(5); s != "" {
+		t.Errorf("nothing skipped: %q", s)
 	}
 }

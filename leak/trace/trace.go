@@ -66,35 +66,78 @@ func (e LineError) Unwrap() error { return e.Err }
 // maxKeptErrors bounds the line errors a Reader keeps; the count goes on.
 const maxKeptErrors = 100
 
-// MaxLineBytes is the longest line a Reader accepts; longer ones are malformed.
+// MaxLineBytes is the longest line a Reader accepts; a longer one is skipped and counted
+// as malformed (errLineTooLong), and reading goes on after it.
 const MaxLineBytes = 64 * 1024
 
 // Reader reads records from a trace, skipping (and counting) malformed lines.
 type Reader struct {
-	sc        *bufio.Scanner
+	br        *bufio.Reader
 	line      int
 	malformed int
 	errs      []LineError
+	buf       []byte
 }
 
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader) *Reader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), MaxLineBytes)
-	return &Reader{sc: sc}
+	return &Reader{br: bufio.NewReaderSize(r, 16<<10)}
+}
+
+var errLineTooLong = fmt.Errorf("longer than %d bytes (skipped)", MaxLineBytes)
+
+// readLine returns the next line without its newline, or errLineTooLong having consumed
+// the whole of a longer one: bufio.Scanner would stop the whole read there instead.
+func (r *Reader) readLine() ([]byte, error) {
+	r.buf = r.buf[:0]
+	long := false
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if !long {
+			if len(r.buf)+len(chunk) > MaxLineBytes+1 { // +1: the newline
+				long, r.buf = true, r.buf[:0]
+			} else {
+				r.buf = append(r.buf, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && (len(r.buf) > 0 || long) && errors.Is(err, io.EOF):
+			// a last line without a newline
+		case err != nil:
+			return nil, err
+		}
+		if long {
+			return nil, errLineTooLong
+		}
+		b := r.buf
+		if n := len(b); n > 0 && b[n-1] == '\n' {
+			b = b[:n-1]
+		}
+		return b, nil
+	}
 }
 
 // Next returns the next well-formed record, or io.EOF at the end of the input. Any other
-// error is a read error of the underlying reader (or a line longer than MaxLineBytes,
-// which bufio cannot skip), not a malformed line.
+// error is a read error of the underlying reader, not a malformed line.
 func (r *Reader) Next() (Record, error) {
-	for r.sc.Scan() {
-		r.line++
-		b := r.sc.Bytes()
-		if len(trimSpace(b)) == 0 {
-			continue
+	for {
+		b, err := r.readLine()
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			if errors.Is(err, io.EOF) {
+				return Record{}, io.EOF
+			}
+			return Record{}, fmt.Errorf("reading trace after line %d: %w", r.line, err)
 		}
-		rec, err := parse(b)
+		r.line++
+		var rec Record
+		if err == nil {
+			if len(trimSpace(b)) == 0 {
+				continue
+			}
+			rec, err = parse(b)
+		}
 		if err != nil {
 			r.malformed++
 			if len(r.errs) < maxKeptErrors {
@@ -105,10 +148,6 @@ func (r *Reader) Next() (Record, error) {
 		rec.Line = r.line
 		return rec, nil
 	}
-	if err := r.sc.Err(); err != nil {
-		return Record{}, fmt.Errorf("reading trace after line %d: %w", r.line, err)
-	}
-	return Record{}, io.EOF
 }
 
 // Malformed reports how many lines were skipped, and the first ones with their reasons.
@@ -183,13 +222,16 @@ var ErrFull = errors.New("trace file reached its size bound; recording stopped")
 
 // Writer writes records to a trace, up to a bound on the bytes written. Past the bound
 // it writes nothing more: the first write refused returns an error wrapping ErrFull (for
-// the caller to log once); later ones are dropped and counted silently.
+// the caller to log once); later ones are dropped and counted silently. A Writer given
+// a rotate function (Rotating) starts over instead.
 type Writer struct {
 	w       io.Writer
 	max     int64
 	written int64
 	full    bool
 	dropped int64
+	rotate  func() error
+	rotated int
 	buf     []byte
 }
 
@@ -197,6 +239,19 @@ type Writer struct {
 func NewWriter(w io.Writer, maxBytes int64) *Writer {
 	return &Writer{w: w, max: maxBytes}
 }
+
+// Rotating returns a Writer to w that, when a line would take the output past maxBytes,
+// calls rotate and writes on from zero. rotate must finish the current output and leave
+// w writing to a fresh one (the daemon flushes, renames the file to PATH.1 and reopens
+// PATH), so every file holds whole lines and at most maxBytes. written is what the
+// output already holds (a file appended to after a restart); past the bound already,
+// the first write rotates. A failed rotate stops the Writer like ErrFull.
+func Rotating(w io.Writer, maxBytes, written int64, rotate func() error) *Writer {
+	return &Writer{w: w, max: maxBytes, written: written, rotate: rotate}
+}
+
+// Rotations is how many times the Writer started a new output.
+func (w *Writer) Rotations() int { return w.rotated }
 
 // WriteProcess appends a process line.
 func (w *Writer) WriteProcess(p trend.Sample) error {
@@ -248,9 +303,18 @@ func (w *Writer) write(b []byte) error {
 		return nil
 	}
 	if w.max > 0 && w.written+int64(len(b)) > w.max {
-		w.full = true
-		w.dropped++
-		return fmt.Errorf("%w after %d bytes (raise the bound or start a new file)", ErrFull, w.written)
+		if w.rotate == nil {
+			w.full = true
+			w.dropped++
+			return fmt.Errorf("%w after %d bytes (raise the bound or start a new file)", ErrFull, w.written)
+		}
+		if err := w.rotate(); err != nil {
+			w.full = true
+			w.dropped++
+			return fmt.Errorf("starting a new trace file at the size bound: %w; recording stopped", err)
+		}
+		w.rotated++
+		w.written = 0
 	}
 	n, err := w.w.Write(b)
 	w.written += int64(n)

@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -131,3 +132,93 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// A line over MaxLineBytes is skipped and counted; the lines after it are still read
+// (bufio.Scanner stopped the whole replay there).
+func TestReaderSkipsLongLines(t *testing.T) {
+	good := `{"t": 1, "pid": 1, "uuid": "GPU-a", "used": 5}`
+	long := `{"t": 1, "pid": 1, "uuid": "GPU-` + strings.Repeat("a", 3*MaxLineBytes) + `"}`
+	in := good + "\n" + long + "\n" + good + "\n" + strings.Repeat("x", MaxLineBytes+10)
+	r := NewReader(strings.NewReader(in))
+	var lines []int
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		lines = append(lines, rec.Line)
+	}
+	if fmt.Sprint(lines) != "[1 3]" {
+		t.Errorf("records at lines %v, want [1 3]", lines)
+	}
+	n, errs := r.Malformed()
+	if n != 2 || len(errs) != 2 || errs[0].Line != 2 || errs[1].Line != 4 || !strings.Contains(errs[0].Error(), "longer than") {
+		t.Errorf("Malformed() = %d, %v; want lines 2 and 4, too long", n, errs)
+	}
+}
+
+// At its bound a rotating Writer calls rotate and starts over: no output past the
+// bound, only whole lines, nothing dropped.
+func TestWriterRotates(t *testing.T) {
+	var files []*bytes.Buffer
+	cur := &bytes.Buffer{}
+	var out switchWriter
+	out.w = cur
+	rotate := func() error {
+		files = append(files, cur)
+		cur = &bytes.Buffer{}
+		out.w = cur
+		return nil
+	}
+	w := Rotating(&out, 200, 150, rotate) // the file already holds 150 bytes
+	p := trend.Sample{T: time.Unix(1, 0), Key: trend.Key{PID: 1, UUID: "GPU-a"}, Used: 1, HasUsed: true}
+	for range 20 {
+		if err := w.WriteProcess(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files = append(files, cur)
+	if w.Rotations() == 0 || w.Rotations() != len(files)-1 {
+		t.Fatalf("%d rotations for %d files", w.Rotations(), len(files))
+	}
+	lines := 0
+	for i, f := range files {
+		limit := 200
+		if i == 0 {
+			limit = 50 // what was left of the bound
+		}
+		if f.Len() > limit {
+			t.Errorf("file %d holds %d bytes, over %d", i, f.Len(), limit)
+		}
+		if f.Len() > 0 && !strings.HasSuffix(f.String(), "}\n") {
+			t.Errorf("file %d ends mid-line: %q", i, f.String())
+		}
+		lines += strings.Count(f.String(), "\n")
+	}
+	if full, dropped := w.Full(); full || dropped != 0 || lines != 20 {
+		t.Errorf("Full() = %v, %d; %d of 20 lines written", full, dropped, lines)
+	}
+}
+
+// A rotate that fails stops recording like the bound does, once.
+func TestWriterRotateFailureStops(t *testing.T) {
+	var buf bytes.Buffer
+	w := Rotating(&buf, 100, 0, func() error { return errors.New("rename: read-only file system") })
+	p := trend.Sample{T: time.Unix(1, 0), Key: trend.Key{PID: 1, UUID: "GPU-a"}, Used: 1, HasUsed: true}
+	var errs []error
+	for range 10 {
+		if err := w.WriteProcess(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "read-only") {
+		t.Errorf("errors = %v, want one naming the rotate failure", errs)
+	}
+}
+
+type switchWriter struct{ w io.Writer }
+
+func (s *switchWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
