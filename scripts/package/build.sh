@@ -11,12 +11,12 @@ nfpm_version=v2.48.0
 formats=("$@")
 [ ${#formats[@]} -gt 0 ] || formats=(deb)
 
-rm -rf dist/package
-mkdir -p dist/package
-bash scripts/package/unit.sh dist/package/vram_exporter.service
-bash scripts/build.sh -o dist/package/vram_exporter
+rm -rf build/package
+mkdir -p build/package
+bash scripts/package/unit.sh build/package/vram_exporter.service
+bash scripts/build.sh -o build/package/vram_exporter
 # nFPM reads these from the environment (nfpm.yaml's ${VERSION} and ${ARCH}).
-VERSION=$(dist/package/vram_exporter --version 2>&1 | sed -n 's/^vram_exporter, version \([^ ]*\) .*/\1/p')
+VERSION=$(build/package/vram_exporter --version 2>&1 | sed -n 's/^vram_exporter, version \([^ ]*\) .*/\1/p')
 ARCH=${GOARCH:-$(go env GOARCH)}
 export VERSION ARCH
 for f in "${formats[@]}"; do

@@ -26,7 +26,8 @@ cleanup() {
   dpkg -P vram-exporter >/dev/null 2>&1 || true
   if [ "$had_user" = no ] && getent passwd vram_exporter >/dev/null; then userdel vram_exporter; fi
   if [ "$had_group" = no ] && getent group vram-push >/dev/null; then groupdel vram-push; fi
-  rm -rf dist/package dist/vram-exporter_*.deb
+  rm -rf build/package dist/vram-exporter_*.deb
+  rmdir build dist 2>/dev/null || true
 }
 trap cleanup EXIT
 
