@@ -12,7 +12,7 @@ formats=("$@")
 [ ${#formats[@]} -gt 0 ] || formats=(deb)
 
 rm -rf build/package
-mkdir -p build/package
+mkdir -p build/package dist
 bash scripts/package/unit.sh build/package/vram_exporter.service
 bash scripts/build.sh -o build/package/vram_exporter
 # nFPM reads these from the environment (nfpm.yaml's ${VERSION} and ${ARCH}).
