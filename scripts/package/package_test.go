@@ -73,11 +73,11 @@ func TestNFPMAndGoReleaserPackTheSame(t *testing.T) {
 			LDFlags []string `yaml:"ldflags"`
 		}
 		NFPMs []struct {
-			PackageName string `yaml:"package_name"`
-			Formats     []string
+			PackageName                                         string `yaml:"package_name"`
+			Formats                                             []string
 			Maintainer, Description, License, Section, Homepage string
-			BinDir      string `yaml:"bindir"`
-			Overrides   map[string]struct {
+			BinDir                                              string `yaml:"bindir"`
+			Overrides                                           map[string]struct {
 				Dependencies []string `yaml:"dependencies"`
 			}
 			Contents []nfpmFile
