@@ -16,7 +16,7 @@ RUN VERSION="${VERSION}" REVISION="${REVISION}" BRANCH="${BRANCH}" BUILD_USER=do
       bash scripts/build.sh -o /out/vram_exporter
 # The socket directory, owned by the daemon (65532) and the push group (10090). A new
 # named volume mounted there starts with this owner and mode (Docker copies them), so
-# `-v vram_exporter_socket:/run/vram_exporter` works without preparing the host.
+# `-v vram-exporter-socket:/run/vram_exporter` works without preparing the host.
 RUN mkdir -p /out/run/vram_exporter && chmod 2770 /out/run/vram_exporter
 
 # Run: a glibc image (cgo), no shell. libnvidia-ml.so.1 and /dev/nvidia* come from the
