@@ -3,8 +3,6 @@ package deploy
 import (
 	"bufio"
 	"bytes"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 )
-
-var update = flag.Bool("update", false, "regenerate kubernetes/prometheusrule.yaml from the rules file")
 
 const prometheusRulePath = "kubernetes/prometheusrule.yaml"
 
@@ -270,8 +266,8 @@ func checkFlagsDocumented(t *testing.T, where string, args []string) {
 }
 
 // TestPrometheusRuleMatchesRulesFile keeps kubernetes/prometheusrule.yaml the same
-// rules as prometheus/vram_exporter.rules.yml. Regenerate with:
-// go test ./deploy -run TestPrometheusRuleMatchesRulesFile -update
+// rules as prometheus/vram_exporter.rules.yml. The file is rendered from the Helm chart
+// (go test ./deploy/helm -update copies the rules into the chart and regenerates it).
 func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 	b, err := os.ReadFile(rulesPath)
 	if err != nil {
@@ -281,27 +277,10 @@ func TestPrometheusRuleMatchesRulesFile(t *testing.T) {
 	if err := yaml.UnmarshalStrict(b, &spec); err != nil {
 		t.Fatalf("%s does not decode into PrometheusRuleSpec: %v", rulesPath, err)
 	}
-	if *update {
-		pr := monitoringv1.PrometheusRule{
-			TypeMeta: metav1.TypeMeta{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule"},
-			ObjectMeta: metav1.ObjectMeta{Name: "vram-exporter", Namespace: "vram-exporter",
-				Labels: map[string]string{"app.kubernetes.io/name": "vram-exporter"}},
-			Spec: spec,
-		}
-		out, err := yaml.Marshal(pr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		header := fmt.Sprintf("# Generated from deploy/%s by\n#   go test ./deploy -run TestPrometheusRuleMatchesRulesFile -update\n# Edit the rules file, not this one. Label your Prometheus's ruleSelector to match.\n", rulesPath)
-		out = regexp.MustCompile(`(?m)^\s*creationTimestamp: null\n`).ReplaceAll(out, nil)
-		if err := os.WriteFile(prometheusRulePath, append([]byte(header), out...), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	objs := decodeManifests(t)
 	pr := get[*monitoringv1.PrometheusRule](t, objs, "PrometheusRule/vram-exporter")
 	if !reflect.DeepEqual(pr.Spec, spec) {
-		t.Fatalf("%s differs from %s; regenerate with -update", prometheusRulePath, rulesPath)
+		t.Fatalf("%s differs from %s; regenerate with go test ./deploy/helm -update", prometheusRulePath, rulesPath)
 	}
 }
 

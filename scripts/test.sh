@@ -64,6 +64,10 @@ staticcheck_version=v0.8.2
 echo "== staticcheck $staticcheck_version"
 go run "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" ./...
 
+echo "== package: build the snapshot .deb, dpkg -i, --version, systemd-analyze verify, purge"
+# As root (it installs a package, then removes it and the user and group it made).
+bash scripts/package/test.sh
+
 echo "== python client tests"
 (cd client/python && python3 -m unittest -v 2>&1)
 
