@@ -92,6 +92,10 @@ type Push struct {
 	SocketGroup    string        `yaml:"socket_group"`
 	TTL            time.Duration `yaml:"ttl"`
 	MaxConnections int           `yaml:"max_connections"`
+	// SocketChosen is true when the file or a flag names the socket, even with the
+	// default path: the daemon then never falls back to a per-user socket, so a broken
+	// socket directory on a production node fails the start instead of hiding the socket.
+	SocketChosen bool `yaml:"-"`
 }
 
 // Trend tunes the leak detector. Slopes are fitted to the floor (minimum) of each

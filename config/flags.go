@@ -57,7 +57,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.NVML.LibraryPath = v })
 
 	register(f, r.Flag("push.socket", help("Unix socket serving processes push allocator stats to; \"\" disables it.", "push.socket", strconv.Quote(d.Push.Socket))).PlaceHolder("PATH"),
-		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.Socket = v })
+		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.Socket, c.Push.SocketChosen = v, true })
 	register(f, r.Flag("push.socket-mode", help("Octal mode of the push socket; a directory the daemon creates for it gets r-x (never w) for group and others where the socket gives them access.", "push.socket_mode", strconv.Quote(fmtMode(d.Push.SocketMode)))).PlaceHolder("MODE"),
 		modeVar, func(c *Config, v os.FileMode) { c.Push.SocketMode = v })
 	register(f, r.Flag("push.socket-group", help("Group name or numeric gid owning the push socket.", "push.socket_group", `"" (the daemon's group)`)).PlaceHolder("GROUP"),

@@ -131,7 +131,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 	want.Paths.Procfs = "/host/proc"
 	want.NVML = NVML{PollInterval: 500 * time.Millisecond, LibraryPath: "/lib/libnvidia-ml.so.1"}
 	want.Log = Log{Level: "debug", Format: "json"}
-	want.Push = Push{Socket: "/tmp/p.sock", SocketMode: 0o600, SocketGroup: "vram", TTL: 5 * time.Second, MaxConnections: 7}
+	want.Push = Push{Socket: "/tmp/p.sock", SocketMode: 0o600, SocketGroup: "vram", TTL: 5 * time.Second, MaxConnections: 7, SocketChosen: true}
 	want.Trend.ShortWindow = 20 * time.Minute
 	want.Trend.LongWindow = 3 * time.Hour
 	want.Trace = Trace{Record: "/tmp/trace.jsonl", MaxBytes: 2 << 20}
@@ -227,5 +227,37 @@ func TestFlagHelpNamesKeyAndDefault(t *testing.T) {
 	}
 	if seen != 21 {
 		t.Errorf("%d overriding flags, want 21", seen)
+	}
+}
+
+// Naming the socket, even at its default path, is a choice the daemon must not override
+// with its per-user fallback; only a socket nobody named may fall back.
+func TestSocketChosen(t *testing.T) {
+	dir := t.TempDir()
+	yml := filepath.Join(dir, "c.yml")
+	if err := os.WriteFile(yml, []byte("push:\n  socket: "+Default().Push.Socket+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"nothing named", nil, false},
+		{"flag at the default path", []string{"--push.socket=" + Default().Push.Socket}, true},
+		{"file at the default path", []string{"--config.file=" + yml}, true},
+	} {
+		app := kingpin.New("t", "")
+		f := RegisterFlags(app)
+		if _, err := app.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Config().Push.SocketChosen; got != c.want {
+			t.Errorf("%s: SocketChosen = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

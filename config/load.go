@@ -81,6 +81,12 @@ func (p *Push) UnmarshalYAML(unmarshal func(any) error) error {
 		problems = append(problems, te.Errors...)
 	}
 	*p = Push(w.plain)
+	var named struct {
+		Socket *string `yaml:"socket"`
+	}
+	if unmarshal(&named) == nil && named.Socket != nil {
+		p.SocketChosen = true
+	}
 	if n := &w.SocketMode; !n.IsZero() && n.ShortTag() != "!!null" {
 		m, err := modeFromNode(n)
 		if err != nil {

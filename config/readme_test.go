@@ -164,7 +164,9 @@ func behavesAsDefault(fm *kingpin.FlagModel, def string) error {
 	if err != nil {
 		return fmt.Errorf("%s is not a valid configuration: %w", arg, err)
 	}
-	if got := v.Config(); got != Default() {
+	got := v.Config()
+	got.Push.SocketChosen = false // naming the socket is a choice, not a different default
+	if got != Default() {
 		return fmt.Errorf("%s changes the configuration from Default(): %s", arg, strings.Join(diffFields("", reflect.ValueOf(got), reflect.ValueOf(Default())), "; "))
 	}
 	if f.CheckOnly() || f.ConfigFile() != "" {

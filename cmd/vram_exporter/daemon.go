@@ -270,7 +270,7 @@ func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *z
 	if err == nil || errors.Is(err, push.ErrNotBuiltIn) {
 		return srv, err
 	}
-	if cfg.Push.Socket != config.Default().Push.Socket || !errors.Is(err, fs.ErrPermission) {
+	if cfg.Push.SocketChosen || cfg.Push.Socket != config.Default().Push.Socket || !errors.Is(err, fs.ErrPermission) {
 		return nil, fmt.Errorf("push socket: %w", err)
 	}
 	alt := fallbackSocketPath()
