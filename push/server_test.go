@@ -202,8 +202,8 @@ func TestCredentials(t *testing.T) {
 		want   Cred
 		reason string
 	}{
-		{"kernel credentials", unix.UnixCredentials(&unix.Ucred{Pid: 42, Uid: 7, Gid: 8}), Cred{42, 7, 8}, ""},
-		{"pid 0 from another namespace", unix.UnixCredentials(&unix.Ucred{Pid: 0, Uid: 7, Gid: 8}), Cred{0, 7, 8}, ReasonNoPID},
+		{"kernel credentials", unix.UnixCredentials(&unix.Ucred{Pid: 42, Uid: 7, Gid: 8}), Cred{PID: 42, UID: 7, GID: 8}, ""},
+		{"pid 0 from another namespace", unix.UnixCredentials(&unix.Ucred{Pid: 0, Uid: 7, Gid: 8}), Cred{PID: 0, UID: 7, GID: 8}, ReasonNoPID},
 		{"no control message", nil, Cred{}, ReasonNoPID},
 		{"garbage control data", []byte{1, 2, 3}, Cred{}, ReasonNoPID},
 	}
