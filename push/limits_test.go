@@ -1,0 +1,113 @@
+//go:build linux
+
+package push
+
+import (
+	"testing"
+	"time"
+)
+
+// refused waits until the server has refused n connections for reason and checks that
+// the refused connection is closed.
+func (h *harness) refused(t *testing.T, reason string, n uint64) {
+	t.Helper()
+	eventually(t, reason, func() bool { return h.srv.Stats().Disconnects[reason] == n })
+}
+
+func TestServerConnectionsPerUID(t *testing.T) {
+	h := startServer(t, ServerOptions{MaxConnections: 10, MaxConnectionsPerUID: 2}, 0)
+	a, b := dial(t, h.path), dial(t, h.path)
+	send(t, a, withLabel("a"))
+	send(t, b, withLabel("b"))
+	h.handled(t, 2)
+	c := dial(t, h.path) // same uid as a and b: this test's
+	h.refused(t, DisconnectTooManyConnectionsPerUID, 1)
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("refused connection still open")
+	}
+	if st := h.srv.Stats(); st.Connections != 2 {
+		t.Errorf("stats %+v", st)
+	}
+	if h.logs.FilterMessageSnippet("--push.max-connections-per-uid").Len() != 1 {
+		t.Errorf("refusal not logged: %v", h.logs.All())
+	}
+	a.Close() // the uid's slot comes back
+	eventually(t, "a closed", func() bool { return h.srv.Stats().Connections == 1 })
+	d := dial(t, h.path)
+	send(t, d, withLabel("d"))
+	h.handled(t, 3)
+}
+
+func TestServerConnectRatePerUID(t *testing.T) {
+	h := startServer(t, ServerOptions{ConnectRatePerUID: 2, ConnectBurstPerUID: 3}, 0)
+	for range 3 {
+		c := dial(t, h.path)
+		send(t, c, withLabel("x"))
+		c.Close()
+	}
+	h.handled(t, 3)
+	dial(t, h.path) // the fourth connect within no time at all
+	h.refused(t, DisconnectConnectRateLimited, 1)
+	h.clk.Advance(500 * time.Millisecond) // one token at 2/s
+	c := dial(t, h.path)
+	send(t, c, withLabel("y"))
+	h.handled(t, 4)
+	dial(t, h.path)
+	h.refused(t, DisconnectConnectRateLimited, 2)
+	if st := h.srv.Stats(); st.ConnectionsAccepted != 6 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// waitReaper waits until the reaper's ticker is registered on the fake clock, so that
+// advancing the clock fires it.
+func (h *harness) advanceReaped(t *testing.T, d time.Duration) {
+	t.Helper()
+	// The ticker of reapLoop is among the clock's pending waiters from Serve on.
+	eventually(t, "the reaper's ticker", func() bool { return len(h.clk.Pending()) > 0 })
+	h.clk.Advance(d)
+}
+
+func TestServerFirstMessageTimeout(t *testing.T) {
+	h := startServer(t, ServerOptions{FirstMessageTimeout: 4 * time.Second, IdleTimeout: time.Hour}, 0)
+	silent := dial(t, h.path)
+	talker := dial(t, h.path)
+	send(t, talker, withLabel("t"))
+	h.handled(t, 1)
+	eventually(t, "both registered", func() bool { return h.srv.Stats().Connections == 2 })
+	h.advanceReaped(t, 3*time.Second)
+	if st := h.srv.Stats(); st.Connections != 2 {
+		t.Fatalf("closed before the deadline: %+v", st)
+	}
+	h.clk.Advance(2 * time.Second) // 5s > 4s; the reaper ticks every 1s
+	h.refused(t, DisconnectFirstMessageTimeout, 1)
+	if _, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Error("silent connection still open")
+	}
+	st := h.srv.Stats()
+	if st.Connections != 1 || st.Disconnects[DisconnectReadError] != 0 || len(h.store.Snapshot()) != 1 {
+		t.Errorf("stats %+v, want the talker kept", st)
+	}
+	if h.logs.FilterMessageSnippet("failed").Len() != 0 {
+		t.Errorf("a reaped connection was logged as a failure: %v", h.logs.All())
+	}
+}
+
+func TestServerIdleTimeout(t *testing.T) {
+	h := startServer(t, ServerOptions{FirstMessageTimeout: time.Hour, IdleTimeout: 8 * time.Second}, 0)
+	c := dial(t, h.path)
+	send(t, c, withLabel("a"))
+	h.handled(t, 1)
+	h.advanceReaped(t, 6*time.Second)
+	send(t, c, withLabel("a")) // speaking again moves the deadline
+	h.handled(t, 2)
+	h.clk.Advance(6 * time.Second)
+	if st := h.srv.Stats(); st.Connections != 1 {
+		t.Fatalf("closed 6s after its last message: %+v", st)
+	}
+	h.clk.Advance(4 * time.Second)
+	h.refused(t, DisconnectIdleTimeout, 1)
+	if len(h.store.Snapshot()) != 0 {
+		t.Error("an idle connection's data outlived it")
+	}
+}
