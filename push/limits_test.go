@@ -3,8 +3,13 @@
 package push
 
 import (
+	"os"
+	"os/exec"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // refused waits until the server has refused n connections for reason and checks that
@@ -109,5 +114,67 @@ func TestServerIdleTimeout(t *testing.T) {
 	h.refused(t, DisconnectIdleTimeout, 1)
 	if len(h.store.Snapshot()) != 0 {
 		t.Error("an idle connection's data outlived it")
+	}
+}
+
+// The server reads a process's start time once per PID a connection speaks for (its
+// first message, and again when a child that inherited the socket speaks), and the
+// store hands it on with the sender's data.
+func TestServerRecordsProcessStartOncePerPID(t *testing.T) {
+	if os.Getenv("PUSH_HELPER_FD") != "" {
+		t.Skip("in helper")
+	}
+	var mu sync.Mutex
+	reads := map[uint32]int{}
+	h := startServer(t, ServerOptions{}, 0, func(s *Server) {
+		s.WithProcessStart(func(pid uint32) (uint64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			reads[pid]++
+			return uint64(pid) * 7, nil
+		})
+	})
+	c := dial(t, h.path)
+	for range 3 {
+		send(t, c, withLabel("parent"))
+	}
+	h.handled(t, 3)
+	me := uint32(os.Getpid())
+	if snap := h.store.Snapshot(); len(snap) != 1 || snap[0].StartTicks != uint64(me)*7 {
+		t.Fatalf("snapshot %+v, want start %d", snap, me*7)
+	}
+	// A child inherits the connection and speaks on it: its own start time is read.
+	f, err := c.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSendOnFD$")
+	cmd.Env = append(os.Environ(), "PUSH_HELPER_FD=3")
+	cmd.ExtraFiles = []*os.File{f}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	child := uint32(cmd.ProcessState.Pid())
+	h.handled(t, 4)
+	snap := h.store.Snapshot()
+	if len(snap) != 1 || snap[0].PID != child || snap[0].StartTicks != uint64(child)*7 {
+		t.Errorf("snapshot %+v, want the child %d with its start time", snap, child)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reads[me] != 1 || reads[child] != 1 || len(reads) != 2 {
+		t.Errorf("start time reads %v, want one per PID", reads)
+	}
+}
+
+// TestHelperSendOnFD is the child of tests that hand it an open push connection as fd 3.
+func TestHelperSendOnFD(t *testing.T) {
+	if os.Getenv("PUSH_HELPER_FD") == "" {
+		t.Skip("only runs as a helper process")
+	}
+	f := os.NewFile(3, "push")
+	if _, err := unix.Write(int(f.Fd()), []byte(withLabel("child"))); err != nil {
+		t.Fatal(err)
 	}
 }

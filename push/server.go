@@ -257,6 +257,29 @@ type Server struct {
 	disconnects                       [len(disconnectReasons)]atomic.Uint64
 
 	logs logLimiter
+
+	// processStart reads a process's start time (procinfo); nil: not recorded.
+	processStart func(pid uint32) (uint64, error)
+}
+
+// WithProcessStart makes the server record, whenever a connection first speaks for a
+// PID, that process's start time (clock ticks after boot, field 22 of /proc/PID/stat),
+// so the join can tell the sender from an unrelated process that reuses its PID later.
+// Call it before Serve. An error leaves the start time unknown (0), never refuses.
+func (s *Server) WithProcessStart(f func(pid uint32) (uint64, error)) *Server {
+	s.processStart = f
+	return s
+}
+
+func (s *Server) startOf(pid uint32) uint64 {
+	if s.processStart == nil {
+		return 0
+	}
+	st, err := s.processStart(pid)
+	if err != nil {
+		return 0
+	}
+	return st
 }
 
 // NewServer fills opts' zero fields with the defaults, checks them (Check) and returns a
@@ -356,6 +379,10 @@ type conn struct {
 	connectedAt time.Time
 	lastMsg     atomic.Int64 // UnixNano of the latest message received, 0 before the first
 	deadline    atomic.Value // string: the disconnect reason when the reaper closed it
+	// The PID the connection last spoke for and that process's start time; only its
+	// read loop touches them.
+	pid   uint32
+	start uint64
 }
 
 // start registers c and serves it on its own goroutine, or refuses it when over a limit
@@ -541,7 +568,7 @@ func (b *tokenBucket) take(now time.Time, rate float64, burst int) bool {
 
 // ingest runs one received message through rate limit, size, credentials, decoding and
 // the store, in that order (the cheapest refusals first).
-func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b []byte, truncated bool, oob []byte) (Cred, *RejectError) {
+func (s *Server) ingest(cn *conn, id uint64, bucket *tokenBucket, b []byte, truncated bool, oob []byte) (Cred, *RejectError) {
 	// Credentials first, even for a message about to be refused: parsing them also
 	// closes any file descriptors a hostile sender passed along.
 	cred, credErr := credentials(oob)
@@ -554,9 +581,15 @@ func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b
 	if credErr != nil {
 		return cred, credErr
 	}
+	if cred.PID != cn.pid {
+		// Once per PID change (the first message, or a forked child's takeover), not per
+		// message: a procfs read is dearer than the rest of a message's handling.
+		cn.pid, cn.start = cred.PID, s.startOf(cred.PID)
+	}
+	cred.StartTicks = cn.start
 	msg, err := Decode(b)
 	if err == nil {
-		err = s.store.Update(id, connectedAt, cred, msg)
+		err = s.store.Update(id, cn.connectedAt, cred, msg)
 	}
 	if err != nil {
 		var re *RejectError

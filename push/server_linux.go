@@ -45,8 +45,7 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		s.logger.Error("cannot enable SO_PASSCRED on a push connection; closing it", zap.Uint64("conn", id), zap.Error(err))
 		return DisconnectReadError
 	}
-	connectedAt := s.clock.Now()
-	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: connectedAt}
+	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: cn.connectedAt}
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	rejects := 0
 	for {
@@ -90,7 +89,7 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		s.bytes.Add(uint64(n))
 		cn.lastMsg.Store(s.clock.Now().UnixNano())
 		truncated := flags&unix.MSG_TRUNC != 0 || n > s.opts.MaxMessageBytes
-		cred, rerr := s.ingest(id, connectedAt, &bucket, (*buf)[:n], truncated, oob[:oobn])
+		cred, rerr := s.ingest(cn, id, &bucket, (*buf)[:n], truncated, oob[:oobn])
 		s.bufs.Put(buf)
 		if rerr == nil {
 			s.messages.Add(1)

@@ -45,7 +45,7 @@ func socketDir(t *testing.T) string {
 	return dir
 }
 
-func startServer(t *testing.T, opts ServerOptions, maxProcesses int) *harness {
+func startServer(t *testing.T, opts ServerOptions, maxProcesses int, setup ...func(*Server)) *harness {
 	t.Helper()
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	if opts.Path == "" {
@@ -57,6 +57,9 @@ func startServer(t *testing.T, opts ServerOptions, maxProcesses int) *harness {
 	srv, err := NewServer(opts, store, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(srv)
 	}
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
