@@ -227,6 +227,7 @@ type Stats struct {
 	Rejected            map[string]uint64 // by reject reason; every reason is present
 	Disconnects         map[string]uint64 // by disconnect reason; every reason is present
 	BytesReceived       uint64            // payload bytes read, accepted or not
+	Series              int               // (process, GPU, pool) the store holds, see StoreOptions
 }
 
 // Server accepts push connections on a unix SOCK_SEQPACKET socket and feeds a Store.
@@ -649,6 +650,7 @@ func (s *Server) Stats() Stats {
 		ConnectionsClosed:   s.closed.Load(),
 		MessagesAccepted:    s.messages.Load(),
 		BytesReceived:       s.bytes.Load(),
+		Series:              s.store.Stats().Series,
 		Rejected:            make(map[string]uint64, len(reasons)),
 		Disconnects:         make(map[string]uint64, len(disconnectReasons)),
 	}
