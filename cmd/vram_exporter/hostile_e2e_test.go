@@ -255,7 +255,8 @@ elif mode == "inherit":
     s.send(msg(["GPU-inherit-0"], 1, "torch"))
     child = os.fork()
     if child == 0:
-        sys.stdin.read()
+        os.setsid()  # out of the parent's session; the test kills it
+        time.sleep(300)
         os._exit(0)
     print("done parent=%d child=%d" % (os.getpid(), child), flush=True)
     os._exit(0)
@@ -488,11 +489,13 @@ func TestHostilePIDReuseThroughInheritedConnection(t *testing.T) {
 	if _, err := fmt.Sscanf(a.line(t), "done parent=%d child=%d", &parent, &child); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 	pidLabel := `pid="` + strconv.Itoa(parent) + `"`
 	d.waitMetrics("the parent's data", func(m string) bool {
 		return strings.Contains(m, `vram_runtime_reserved_bytes{gpu="",parent="",`+pidLabel)
 	})
-	// Wait until the parent is reaped, then hand its PID to an unrelated process.
+	// Reap the parent (a zombie keeps its PID), then hand its PID to an unrelated process.
+	_ = a.cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, err := os.Stat(fmt.Sprintf("/proc/%d", parent)); err == nil; _, err = os.Stat(fmt.Sprintf("/proc/%d", parent)) {
 		if time.Now().After(deadline) {
