@@ -49,8 +49,8 @@ type Config struct {
 	MaxKeys int
 }
 
-// DefaultMaxKeys is MaxKeys' default. A history costs about 6–10 KiB (more as its long
-// window fills), so the bound is some 20 MiB at the worst; a node has a few hundred GPU
+// DefaultMaxKeys is MaxKeys' default. A history costs about 12 KB (README, "What it
+// costs"), so the bound is some 25 MB at the worst; a node has a few hundred GPU
 // processes at most (a few dozen per GPU under MPS).
 const DefaultMaxKeys = 2048
 
