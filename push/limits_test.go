@@ -178,3 +178,24 @@ func TestHelperSendOnFD(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The connect buckets of uids that have been quiet long enough to refill are pruned once
+// maxConnectBuckets uids are held, so connects from many uids cannot grow the map.
+func TestConnectBucketsArePruned(t *testing.T) {
+	clk := time.Unix(1_700_000_000, 0)
+	s, err := NewServer(ServerOptions{Path: "/run/x/push.sock", ConnectRatePerUID: 10, ConnectBurstPerUID: 5}, NewStore(0, 0, nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for uid := range uint32(maxConnectBuckets) {
+		s.connectBucket(uid, clk).take(clk, 10, 5)
+	}
+	busy := s.connectBucket(7, clk)
+	busy.take(clk, 10, 5)
+	busy.take(clk, 10, 5)
+	later := clk.Add(150 * time.Millisecond) // 1.5 tokens back: the others are full again, uid 7 is not
+	s.connectBucket(maxConnectBuckets+1, later)
+	if _, kept := s.connect[7]; len(s.connect) != 2 || !kept {
+		t.Errorf("%d buckets after pruning (uid 7 kept: %v), want the new uid's and uid 7's, which has not refilled", len(s.connect), kept)
+	}
+}
