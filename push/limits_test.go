@@ -199,3 +199,31 @@ func TestConnectBucketsArePruned(t *testing.T) {
 		t.Errorf("%d buckets after pruning (uid 7 kept: %v), want the new uid's and uid 7's, which has not refilled", len(s.connect), kept)
 	}
 }
+
+// A sender refused because others filled the series table is well-formed: it is not
+// disconnected as garbage, while one over its own per-process bound is.
+func TestServerFullSeriesTableIsNotGarbage(t *testing.T) {
+	so := DefaultStoreOptions()
+	so.MaxSeries, so.MaxPoolsPerProcess = 1, 2
+	h := startServerStore(t, ServerOptions{MaxConsecutiveRejects: 2}, so)
+	first := dial(t, h.path)
+	send(t, first, withLabel("first")) // one pool: the table is full
+	h.handled(t, 1)
+	c := dial(t, h.path)
+	other := `{"v":1,"runtime":"torch","devices":[{"uuid":"GPU-a","pools":[{"name":"y","allocated":1,"reserved":2}]}]}`
+	for range 3 {
+		send(t, c, other)
+	}
+	st := h.handled(t, 4)
+	if st.Rejected[ReasonTooManySeries] != 3 || st.Disconnects[DisconnectGarbage] != 0 {
+		t.Errorf("stats %+v, want 3 too_many_series and no garbage disconnect", st)
+	}
+	three := `{"v":1,"runtime":"torch","devices":[{"uuid":"GPU-a","pools":[{"name":"torch","allocated":1,"reserved":2},{"name":"x","allocated":1,"reserved":2},{"name":"z","allocated":1,"reserved":2}]}]}`
+	send(t, first, three)
+	send(t, first, three)
+	h.handled(t, 6)
+	eventually(t, "garbage disconnect", func() bool { return h.srv.Stats().Disconnects[DisconnectGarbage] == 1 })
+	if st := h.srv.Stats(); st.Rejected[ReasonTooManyProcessPools] != 2 {
+		t.Errorf("stats %+v, want 2 too_many_process_pools", st)
+	}
+}

@@ -98,9 +98,10 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		}
 		s.rejected[reasonIndex(rerr.Reason)].Add(1)
 		s.logReject(rerr, cred, id)
-		// Sending too fast or arriving when the process table is full are not garbage:
-		// the sender is well-formed and will be served again soon.
-		if rerr.Reason == ReasonRateLimited || rerr.Reason == ReasonTooManyProcesses {
+		// Sending too fast or arriving when the process or series table is full (other
+		// senders filled it) are not garbage: the sender is well-formed and will be served
+		// again soon.
+		if rerr.Reason == ReasonRateLimited || rerr.Reason == ReasonTooManyProcesses || rerr.Reason == ReasonTooManySeries {
 			continue
 		}
 		rejects++

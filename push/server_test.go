@@ -47,13 +47,27 @@ func socketDir(t *testing.T) string {
 
 func startServer(t *testing.T, opts ServerOptions, maxProcesses int, setup ...func(*Server)) *harness {
 	t.Helper()
+	so := DefaultStoreOptions()
+	if maxProcesses > 0 {
+		so.MaxProcesses = maxProcesses
+	}
+	return startServerStore(t, opts, so, setup...)
+}
+
+// startServerStore is startServer with a store bounded by so (TTL 30s, the fake clock).
+func startServerStore(t *testing.T, opts ServerOptions, so StoreOptions, setup ...func(*Server)) *harness {
+	t.Helper()
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	if opts.Path == "" {
 		opts.Path = filepath.Join(socketDir(t), "run", "push.sock")
 	}
 	opts.Clock = clk
 	core, logs := observer.New(zapcore.InfoLevel)
-	store := NewStore(30*time.Second, maxProcesses, clk)
+	so.TTL, so.Clock = 30*time.Second, clk
+	store, err := NewStoreWithOptions(so)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := NewServer(opts, store, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
