@@ -431,8 +431,8 @@ func TestHostileIdleConnections(t *testing.T) {
 		}
 		c.Close()
 	}
-	last, body, peak := during(t, d, a, series)
-	body = d.waitMetrics("the idle connections reaped", func(m string) bool {
+	last, _, peak := during(t, d, a, series)
+	body := d.waitMetrics("the idle connections reaped", func(m string) bool {
 		v, _ := metricValue(m, `vram_push_disconnects_total{reason="first_message_timeout"}`)
 		return v != "" && v != "0"
 	})
