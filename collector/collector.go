@@ -266,10 +266,12 @@ func (c *Collector) collectPush(e *emitter, v *join.View) bool {
 	}
 	e.gauge(c.d.pushProcesses, float64(len(pids)))
 	e.gauge(c.d.pushUnknownDevices, float64(v.UnknownDevices))
+	e.counter(c.d.pushPIDReused, float64(v.PIDReusedSenders))
 	if c.push == nil {
 		return true
 	}
 	st := c.push.Stats()
+	e.gauge(c.d.pushSeries, float64(st.Series))
 	e.gauge(c.d.pushConnections, float64(st.Connections))
 	e.counter(c.d.pushConnectionsTotal, float64(st.ConnectionsAccepted))
 	e.counter(c.d.pushMessages, float64(st.MessagesAccepted))
@@ -284,6 +286,8 @@ func (c *Collector) collectPush(e *emitter, v *join.View) bool {
 }
 
 func (c *Collector) collectTrend(e *emitter, v *join.View) bool {
+	e.gauge(c.d.trendKeys, float64(v.TrendKeys))
+	e.counter(c.d.trendUntracked, float64(v.TrendRefused))
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if !p.HasTrend {

@@ -32,6 +32,8 @@ type descs struct {
 	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *metricDesc
 	collectorSuccess, collectorDuration, demo                            *metricDesc
 	duplicates, duplicateBytes, headroom, largestWorker                  *metricDesc
+	// The bounds of issue 11: what senders hold against their limits, and what was left out.
+	pushSeries, pushPIDReused, trendKeys, trendUntracked *metricDesc
 }
 
 // Every family is a gauge unless its name ends in _total.
@@ -83,7 +85,11 @@ func newDescs() descs {
 		pushProcesses:        nd("push_tracked_processes", "Processes whose pushed stats are in the view (connected and within --push.ttl)."),
 		pushAge:              nd("push_last_message_age_seconds", "Seconds since the newest accepted push message of a process.", "pid"),
 		pushClientDropped:    nd("push_client_dropped_samples_total", "Samples the client library dropped instead of blocking the serving process (client_dropped), as pushed.", "pid"),
-		pushUnknownDevices:   nd("push_unknown_devices", "Pushed (pid, GPU UUID) pairs whose UUID NVML does not know while NVML is up: a client reporting a wrong UUID, or a GPU NVML cannot see. Their data is kept."),
+		pushUnknownDevices:   nd("push_unknown_devices", "Pushed (pid, GPU UUID) pairs whose UUID NVML does not know while NVML is up: a client reporting a wrong UUID, or a GPU NVML cannot see. Their data is exported but feeds no leak trend."),
+		pushSeries:           nd("push_series", "Pushed (process, GPU, pool) the daemon holds over all senders; a message that would take it past --push.max-series is rejected (too_many_series)."),
+		pushPIDReused:        nd("push_pid_reused_total", "Push connections left out of the view because their PID now names another process than the one that connected (its start time changed): a dead sender's connection kept open by a child, and the PID reused."),
+		trendKeys:            nd("trend_keys", "(pid, GPU) histories the leak detector holds; new ones beyond --trend.max-keys are not tracked."),
+		trendUntracked:       nd("trend_untracked_samples_total", "Samples of new (pid, GPU) the leak detector did not track because it held --trend.max-keys histories."),
 
 		growth:        nd("growth_bytes_per_second", "Growth slope of a process's memory series on one GPU (allocated, reserved, used, unattributed), fitted on the per-bucket floor over the short or long window. From the daemon's own sampling, not from Prometheus.", growthLabels...),
 		growthFit:     nd("growth_fit_ratio", "Fit quality (0..1) of the growth slope with the same labels. From the daemon's own sampling.", growthLabels...),
@@ -115,6 +121,7 @@ func (d descs) all() []*metricDesc {
 		d.growth, d.growthFit, d.verdict, d.gpuGrowth, d.gpuGrowthFit, d.gpuExhaustion,
 		d.collectorSuccess, d.collectorDuration, d.demo,
 		d.duplicates, d.duplicateBytes, d.headroom, d.largestWorker,
+		d.pushSeries, d.pushPIDReused, d.trendKeys, d.trendUntracked,
 	}
 	return out
 }

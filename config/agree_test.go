@@ -58,7 +58,12 @@ func daemonParts(t *testing.T, c Config) []string {
 		// that turns the socket on later is known good. A store is built either way.
 		o.Path = push.DefaultSocketPath
 	}
-	_, err = push.NewServer(o, push.NewStore(c.Push.TTL, c.Push.MaxConnections, nil), zap.NewNop())
+	store, storeErr := push.NewStoreWithOptions(c.Push.StoreOptions())
+	collect("push", storeKeys, storeErr)
+	if store == nil {
+		store = push.NewStore(0, 0, nil) // the server's own checks still run
+	}
+	_, err = push.NewServer(o, store, zap.NewNop())
 	if err == nil {
 		// NewServer reads a zero option as "the default"; the daemon hands it what the user
 		// set, so a zero the user wrote must be refused as written.
@@ -166,6 +171,8 @@ func TestCheckAgreesWithTheDaemonsStart(t *testing.T) {
 		{"", []string{"--push.socket-mode=0"}},     // once read as "the default, 0660" by the server
 		{"", []string{"--push.socket-mode=4770"}},  // setuid bits
 		{"", []string{"--push.max-connections=0"}}, // once read as "the default, 4096" by the server
+		{"", []string{"--push.max-series=0", "--push.max-processes=-1", "--push.idle-timeout=0s"}},
+		{"", []string{"--trend.max-keys=0"}},
 		{"", []string{"--push.socket=", "--push.socket-mode=0600"}},
 		{"", []string{"--nvml.poll-interval=1m", "--push.ttl=2m"}}, // bucket 30s shorter than a poll
 		{"README", []string{"--demo", "--demo.speed=60"}},
@@ -236,6 +243,7 @@ func TestConsumerKeysNameSchemaKeys(t *testing.T) {
 	}{
 		{reflect.TypeOf(trend.Config{}), trendKeys, nil},
 		{reflect.TypeOf(push.ServerOptions{}), pushKeys, []string{"MaxMessageBytes", "RatePerSecond", "Burst", "MaxConsecutiveRejects", "Clock"}},
+		{reflect.TypeOf(push.StoreOptions{}), storeKeys, []string{"Clock"}},
 		{reflect.TypeOf(demo.Config{}), demoKeys, nil},
 	} {
 		for i := range tc.typ.NumField() {
@@ -270,8 +278,8 @@ func TestDefaultsAreTheConsumers(t *testing.T) {
 	if got, want := d.Push.ServerOptions(), push.DefaultServerOptions(); got != want {
 		t.Errorf("Default().Push.ServerOptions() = %+v, want push.DefaultServerOptions() %+v", got, want)
 	}
-	if d.Push.TTL != push.DefaultTTL {
-		t.Errorf("Default().Push.TTL = %v, want push.DefaultTTL %v", d.Push.TTL, push.DefaultTTL)
+	if got, want := d.Push.StoreOptions(), push.DefaultStoreOptions(); got != want {
+		t.Errorf("Default().Push.StoreOptions() = %+v, want push.DefaultStoreOptions() %+v", got, want)
 	}
 	if got, want := d.Demo.NodeConfig(), demo.DefaultConfig(); got != want {
 		t.Errorf("Default().Demo.NodeConfig() = %+v, want demo.DefaultConfig() %+v", got, want)
@@ -285,14 +293,20 @@ func TestConversionsCarryEveryKey(t *testing.T) {
 	}
 	want := trend.DefaultConfig()
 	want.Bucket, want.ShortWindow, want.LongWindow, want.WarmUp = time.Minute, 20*time.Minute, 4*time.Hour, 5*time.Minute
-	want.MinRate, want.MinFit, want.MinDuration = 34952, 0.9, 15*time.Minute
+	want.MinRate, want.MinFit, want.MinDuration, want.MaxKeys = 34952, 0.9, 15*time.Minute, 512
 	if got := c.Trend.EngineConfig(); got != want {
 		t.Errorf("EngineConfig() = %+v, want %+v", got, want)
 	}
 	wantPush := push.DefaultServerOptions()
 	wantPush.Path, wantPush.Mode, wantPush.Group, wantPush.MaxConnections = "/var/run/vram/push.sock", 0o640, "vram", 128
+	wantPush.MaxConnectionsPerUID, wantPush.ConnectRatePerUID, wantPush.ConnectBurstPerUID = 64, 20, 32
+	wantPush.FirstMessageTimeout, wantPush.IdleTimeout = 5*time.Second, 3*time.Minute
 	if got := c.Push.ServerOptions(); got != wantPush {
 		t.Errorf("ServerOptions() = %+v, want %+v", got, wantPush)
+	}
+	wantStore := push.StoreOptions{TTL: 45 * time.Second, MaxProcesses: 256, MaxDevicesPerProcess: 8, MaxPoolsPerProcess: 64, MaxSeries: 2048}
+	if got := c.Push.StoreOptions(); got != wantStore {
+		t.Errorf("StoreOptions() = %+v, want %+v", got, wantStore)
 	}
 	if got, want := c.Demo.NodeConfig(), (demo.Config{GPUs: 8, GPUMemoryBytes: 80 << 30, Seed: 42}); got != want {
 		t.Errorf("NodeConfig() = %+v, want %+v", got, want)

@@ -92,6 +92,16 @@ type Push struct {
 	SocketGroup    string        `yaml:"socket_group"`
 	TTL            time.Duration `yaml:"ttl"`
 	MaxConnections int           `yaml:"max_connections"`
+	// What one sender may cost (docs/protocol.md, "Limits at a glance").
+	MaxConnectionsPerUID int           `yaml:"max_connections_per_uid"`
+	ConnectRatePerUID    float64       `yaml:"connect_rate_per_uid"`
+	ConnectBurstPerUID   int           `yaml:"connect_burst_per_uid"`
+	FirstMessageTimeout  time.Duration `yaml:"first_message_timeout"`
+	IdleTimeout          time.Duration `yaml:"idle_timeout"`
+	MaxProcesses         int           `yaml:"max_processes"`
+	MaxDevicesPerProcess int           `yaml:"max_devices_per_process"`
+	MaxPoolsPerProcess   int           `yaml:"max_pools_per_process"`
+	MaxSeries            int           `yaml:"max_series"`
 	// SocketChosen is true when the file or a flag names the socket, even with the
 	// default path: the daemon then never falls back to a per-user socket, so a broken
 	// socket directory on a production node fails the start instead of hiding the socket.
@@ -108,6 +118,7 @@ type Trend struct {
 	MinRateBytesPerSecond uint64        `yaml:"min_rate_bytes_per_second"`
 	MinFit                float64       `yaml:"min_fit"`
 	MinDuration           time.Duration `yaml:"min_duration"`
+	MaxKeys               int           `yaml:"max_keys"`
 }
 
 // Trace records every joined sample as JSON lines for replay and labelling.
@@ -138,6 +149,7 @@ type Demo struct {
 func Default() Config {
 	tc := trend.DefaultConfig()
 	so := push.DefaultServerOptions()
+	sto := push.DefaultStoreOptions()
 	dc := demo.DefaultConfig()
 	return Config{
 		Web: Web{
@@ -160,8 +172,18 @@ func Default() Config {
 		Push: Push{
 			Socket:         so.Path,
 			SocketMode:     so.Mode,
-			TTL:            push.DefaultTTL,
+			TTL:            sto.TTL,
 			MaxConnections: so.MaxConnections,
+
+			MaxConnectionsPerUID: so.MaxConnectionsPerUID,
+			ConnectRatePerUID:    so.ConnectRatePerUID,
+			ConnectBurstPerUID:   so.ConnectBurstPerUID,
+			FirstMessageTimeout:  so.FirstMessageTimeout,
+			IdleTimeout:          so.IdleTimeout,
+			MaxProcesses:         sto.MaxProcesses,
+			MaxDevicesPerProcess: sto.MaxDevicesPerProcess,
+			MaxPoolsPerProcess:   sto.MaxPoolsPerProcess,
+			MaxSeries:            sto.MaxSeries,
 		},
 		Trend: Trend{
 			Bucket:      tc.Bucket,
@@ -172,6 +194,7 @@ func Default() Config {
 			MinRateBytesPerSecond: uint64(math.Round(tc.MinRate)),
 			MinFit:                tc.MinFit,
 			MinDuration:           tc.MinDuration,
+			MaxKeys:               tc.MaxKeys,
 		},
 		Trace:    Trace{MaxBytes: 256 << 20},
 		Headroom: Headroom{SafetyMarginBytes: 2 << 30},
@@ -196,6 +219,7 @@ func (t Trend) EngineConfig() trend.Config {
 	c.MinRate = float64(t.MinRateBytesPerSecond)
 	c.MinFit = t.MinFit
 	c.MinDuration = t.MinDuration
+	c.MaxKeys = t.MaxKeys
 	return c
 }
 
@@ -208,6 +232,23 @@ func (p Push) ServerOptions() push.ServerOptions {
 	o.Mode = p.SocketMode
 	o.Group = p.SocketGroup
 	o.MaxConnections = p.MaxConnections
+	o.MaxConnectionsPerUID = p.MaxConnectionsPerUID
+	o.ConnectRatePerUID = p.ConnectRatePerUID
+	o.ConnectBurstPerUID = p.ConnectBurstPerUID
+	o.FirstMessageTimeout = p.FirstMessageTimeout
+	o.IdleTimeout = p.IdleTimeout
+	return o
+}
+
+// StoreOptions are the push store's bounds for these settings (the caller adds its
+// clock). The store is built even when the socket is off: demo mode feeds it.
+func (p Push) StoreOptions() push.StoreOptions {
+	o := push.DefaultStoreOptions()
+	o.TTL = p.TTL
+	o.MaxProcesses = p.MaxProcesses
+	o.MaxDevicesPerProcess = p.MaxDevicesPerProcess
+	o.MaxPoolsPerProcess = p.MaxPoolsPerProcess
+	o.MaxSeries = p.MaxSeries
 	return o
 }
 
@@ -260,12 +301,26 @@ var (
 		"MinRate":     "trend.min_rate_bytes_per_second",
 		"MinFit":      "trend.min_fit",
 		"MinDuration": "trend.min_duration",
+		"MaxKeys":     "trend.max_keys",
 	}
 	pushKeys = map[string]string{
 		"Path":           "push.socket",
 		"Mode":           "push.socket_mode",
 		"Group":          "push.socket_group",
 		"MaxConnections": "push.max_connections",
+
+		"MaxConnectionsPerUID": "push.max_connections_per_uid",
+		"ConnectRatePerUID":    "push.connect_rate_per_uid",
+		"ConnectBurstPerUID":   "push.connect_burst_per_uid",
+		"FirstMessageTimeout":  "push.first_message_timeout",
+		"IdleTimeout":          "push.idle_timeout",
+	}
+	storeKeys = map[string]string{
+		"TTL":                  "push.ttl",
+		"MaxProcesses":         "push.max_processes",
+		"MaxDevicesPerProcess": "push.max_devices_per_process",
+		"MaxPoolsPerProcess":   "push.max_pools_per_process",
+		"MaxSeries":            "push.max_series",
 	}
 	demoKeys = map[string]string{
 		"GPUs":           "demo.gpus",
@@ -336,6 +391,7 @@ func (c Config) consumerProblems() problems {
 			report(field, text)
 		}
 	})
+	c.Push.StoreOptions().Check(ps.consumer("push", storeKeys))
 	// demo: checked even when off, for the same reason.
 	c.Demo.NodeConfig().Check(ps.consumer("demo", demoKeys))
 	return ps

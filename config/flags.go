@@ -66,11 +66,14 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.TTL = v })
 	register(f, r.Flag("push.max-connections", help("Most push connections held at once.", "push.max_connections", strconv.Itoa(d.Push.MaxConnections))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxConnections = v })
+	registerPushLimits(f, r, d)
 
 	register(f, r.Flag("trend.short-window", help(fmt.Sprintf("Short growth-slope window; a multiple of trend.bucket, at least %d buckets.", trend.MinWindowBuckets), "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.ShortWindow = v })
 	register(f, r.Flag("trend.long-window", help("Long growth-slope window; a multiple of trend.bucket, longer than the short window.", "trend.long_window", fmtDuration(d.Trend.LongWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.LongWindow = v })
+	register(f, r.Flag("trend.max-keys", help("Most (pid, GPU) histories the leak detector holds; new ones beyond are not tracked.", "trend.max_keys", strconv.Itoa(d.Trend.MaxKeys))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Trend.MaxKeys = v })
 
 	register(f, r.Flag("trace.record", help("Record every sample to this JSON-lines file; \"\" is off.", "trace.record", `""`)).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Trace.Record = v })
@@ -88,6 +91,28 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 		(*kingpin.FlagClause).Int64, func(c *Config, v int64) { c.Demo.Seed = v })
 
 	return f
+}
+
+// registerPushLimits adds the flags of what one push sender may cost.
+func registerPushLimits(f *Flags, r FlagRegistrar, d Config) {
+	register(f, r.Flag("push.max-connections-per-uid", help("Most push connections one user (uid) holds at once.", "push.max_connections_per_uid", strconv.Itoa(d.Push.MaxConnectionsPerUID))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxConnectionsPerUID = v })
+	register(f, r.Flag("push.connect-rate-per-uid", help("Push connects per second one user may make, after the burst.", "push.connect_rate_per_uid", strconv.FormatFloat(d.Push.ConnectRatePerUID, 'g', -1, 64))).PlaceHolder("RATE"),
+		(*kingpin.FlagClause).Float64, func(c *Config, v float64) { c.Push.ConnectRatePerUID = v })
+	register(f, r.Flag("push.connect-burst-per-uid", help("Push connects one user may make at once.", "push.connect_burst_per_uid", strconv.Itoa(d.Push.ConnectBurstPerUID))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.ConnectBurstPerUID = v })
+	register(f, r.Flag("push.first-message-timeout", help("Close a push connection that sends nothing this long after connecting.", "push.first_message_timeout", fmtDuration(d.Push.FirstMessageTimeout))).PlaceHolder("DURATION"),
+		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.FirstMessageTimeout = v })
+	register(f, r.Flag("push.idle-timeout", help("Close a push connection that sends nothing for this long.", "push.idle_timeout", fmtDuration(d.Push.IdleTimeout))).PlaceHolder("DURATION"),
+		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.IdleTimeout = v })
+	register(f, r.Flag("push.max-processes", help("Most processes whose pushed stats are kept.", "push.max_processes", strconv.Itoa(d.Push.MaxProcesses))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxProcesses = v })
+	register(f, r.Flag("push.max-devices-per-process", help("Most GPUs one process reports over all its connections.", "push.max_devices_per_process", strconv.Itoa(d.Push.MaxDevicesPerProcess))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxDevicesPerProcess = v })
+	register(f, r.Flag("push.max-pools-per-process", help("Most (GPU, pool) one process reports over all its connections.", "push.max_pools_per_process", strconv.Itoa(d.Push.MaxPoolsPerProcess))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxPoolsPerProcess = v })
+	register(f, r.Flag("push.max-series", help("Most (process, GPU, pool) all senders report together.", "push.max_series", strconv.Itoa(d.Push.MaxSeries))).PlaceHolder("N"),
+		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxSeries = v })
 }
 
 // register binds one overriding flag: value makes kingpin parse into a fresh variable,

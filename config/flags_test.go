@@ -117,6 +117,16 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 		"--push.socket-group=vram",
 		"--push.ttl=5s",
 		"--push.max-connections=7",
+		"--push.max-connections-per-uid=6",
+		"--push.connect-rate-per-uid=5.5",
+		"--push.connect-burst-per-uid=4",
+		"--push.first-message-timeout=3s",
+		"--push.idle-timeout=2m",
+		"--push.max-processes=11",
+		"--push.max-devices-per-process=12",
+		"--push.max-pools-per-process=13",
+		"--push.max-series=14",
+		"--trend.max-keys=15",
 		"--trend.short-window=20m",
 		"--trend.long-window=3h",
 		"--trace.record=/tmp/trace.jsonl",
@@ -131,7 +141,10 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 	want.Paths.Procfs = "/host/proc"
 	want.NVML = NVML{PollInterval: 500 * time.Millisecond, LibraryPath: "/lib/libnvidia-ml.so.1"}
 	want.Log = Log{Level: "debug", Format: "json"}
-	want.Push = Push{Socket: "/tmp/p.sock", SocketMode: 0o600, SocketGroup: "vram", TTL: 5 * time.Second, MaxConnections: 7, SocketChosen: true}
+	want.Push = Push{Socket: "/tmp/p.sock", SocketMode: 0o600, SocketGroup: "vram", TTL: 5 * time.Second, MaxConnections: 7,
+		MaxConnectionsPerUID: 6, ConnectRatePerUID: 5.5, ConnectBurstPerUID: 4, FirstMessageTimeout: 3 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxProcesses: 11, MaxDevicesPerProcess: 12, MaxPoolsPerProcess: 13, MaxSeries: 14, SocketChosen: true}
+	want.Trend.MaxKeys = 15
 	want.Trend.ShortWindow = 20 * time.Minute
 	want.Trend.LongWindow = 3 * time.Hour
 	want.Trace = Trace{Record: "/tmp/trace.jsonl", MaxBytes: 2 << 20}
@@ -225,39 +238,7 @@ func TestFlagHelpNamesKeyAndDefault(t *testing.T) {
 			t.Errorf("--%s has a kingpin default %q, which would hide the file's value", fl.Name, fl.Default)
 		}
 	}
-	if seen != 21 {
-		t.Errorf("%d overriding flags, want 21", seen)
-	}
-}
-
-// Naming the socket, even at its default path, is a choice the daemon must not override
-// with its per-user fallback; only a socket nobody named may fall back.
-func TestSocketChosen(t *testing.T) {
-	dir := t.TempDir()
-	yml := filepath.Join(dir, "c.yml")
-	if err := os.WriteFile(yml, []byte("push:\n  socket: "+Default().Push.Socket+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name string
-		args []string
-		want bool
-	}{
-		{"nothing named", nil, false},
-		{"flag at the default path", []string{"--push.socket=" + Default().Push.Socket}, true},
-		{"file at the default path", []string{"--config.file=" + yml}, true},
-	} {
-		app := kingpin.New("t", "")
-		f := RegisterFlags(app)
-		if _, err := app.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		v, err := f.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := v.Config().Push.SocketChosen; got != c.want {
-			t.Errorf("%s: SocketChosen = %v, want %v", c.name, got, c.want)
-		}
+	if seen != 31 {
+		t.Errorf("%d overriding flags, want 31", seen)
 	}
 }

@@ -66,6 +66,11 @@ type Joiner struct {
 
 	lastProcfsErr time.Time
 	recordBroken  bool
+
+	// pidReused counts push connections found speaking for a reused PID, each once;
+	// reusedConns are those found (pruned to the live senders every tick).
+	pidReused   uint64
+	reusedConns map[uint64]bool
 }
 
 // New returns a Joiner. push and facts may be nil (socket disabled, no procfs).
@@ -144,17 +149,18 @@ func (j *Joiner) Tick() *View {
 		p.UsedBytes = np.UsedBytes
 		p.Kinds = np.Kinds
 	}
+	facts := map[uint32]procinfo.Facts{}
+	factsErr := map[uint32]bool{}
 	if j.push != nil {
-		senders := j.push.Snapshot()
+		senders := j.dropReusedPIDs(j.push.Snapshot(), facts, factsErr)
 		v.Senders = senders
 		for _, s := range senders {
 			j.mergeSender(s, get)
 		}
 	}
+	v.PIDReusedSenders = j.pidReused
 
 	v.Processes = make([]Process, 0, len(procs))
-	facts := map[uint32]procinfo.Facts{}
-	factsErr := map[uint32]bool{}
 	for _, p := range procs {
 		if p.Pushed && snap.Up {
 			if _, known := gpuIndex[p.UUID]; !known {
@@ -284,11 +290,71 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
+// dropReusedPIDs leaves out every sender whose PID now names another process than the
+// one that connected: the start time the server recorded when it first saw the PID
+// differs from the PID's start time in procfs (a dead sender's connection kept open by
+// a child that inherited it, and the PID reused by an unrelated process). Its facts
+// are read once into facts, which the join reads on; a PID procfs cannot read keeps its
+// data (the TTL and the close of the connection still remove it).
+func (j *Joiner) dropReusedPIDs(senders []push.Sender, facts map[uint32]procinfo.Facts, factsErr map[uint32]bool) []push.Sender {
+	if j.facts == nil {
+		return senders
+	}
+	var kept []push.Sender // a new slice: the source's may be shared
+	dropped := false
+	live := make(map[uint64]bool, len(senders))
+	for _, s := range senders {
+		live[s.ConnID] = true
+		if s.StartTicks != 0 {
+			f, ok := facts[s.PID]
+			if !ok && !factsErr[s.PID] {
+				var err error
+				if f, err = j.facts.Facts(s.PID); err == nil {
+					facts[s.PID], ok = f, true
+				}
+				// Other errors are left to the fact reads below, which count and log them.
+			}
+			if ok && f.StartTicks != 0 && f.StartTicks != s.StartTicks {
+				if j.reusedConns == nil {
+					j.reusedConns = map[uint64]bool{}
+				}
+				if !j.reusedConns[s.ConnID] {
+					j.reusedConns[s.ConnID] = true
+					j.pidReused++
+					j.log.Info("left out a push connection whose PID now names another process (PID reused)",
+						zap.Uint32("pid", s.PID), zap.Uint64("conn", s.ConnID),
+						zap.Uint64("start_ticks_at_connect", s.StartTicks), zap.Uint64("start_ticks_now", f.StartTicks))
+				}
+				dropped = true
+				continue
+			}
+		}
+		kept = append(kept, s)
+	}
+	for id := range j.reusedConns {
+		if !live[id] {
+			delete(j.reusedConns, id)
+		}
+	}
+	if !dropped {
+		return senders
+	}
+	return kept
+}
+
+// observeTrends feeds the trend engine. A pushed (pid, uuid) whose UUID NVML does not
+// know while it is up is left out: a sender making up UUIDs would otherwise make a
+// history per UUID (some KiB each) that lives on for SweepIdle; and a key the engine
+// refuses at its bound has no trend this tick.
 func (j *Joiner) observeTrends(v *View) {
 	e := j.opts.Trend
 	if e == nil {
 		return
 	}
+	defer func() {
+		v.TrendKeys, _ = e.Len()
+		v.TrendRefused = e.Refused()
+	}()
 	for i := range v.GPUs {
 		g := &v.GPUs[i]
 		g.Trend = e.ObserveGPU(g.Sample(v.Time))
@@ -296,8 +362,10 @@ func (j *Joiner) observeTrends(v *View) {
 	}
 	for i := range v.Processes {
 		p := &v.Processes[i]
-		p.Trend = e.Observe(p.Sample(v.Time))
-		p.HasTrend = true
+		if p.UnknownDevice && !p.HasNVML {
+			continue
+		}
+		p.Trend, p.HasTrend = e.TryObserve(p.Sample(v.Time))
 	}
 	e.Sweep(v.Time, j.opts.SweepIdle)
 }

@@ -33,6 +33,14 @@ type View struct {
 	// UnknownDevices counts pushed (pid, uuid) pairs whose UUID NVML does not know while
 	// NVML is up (a client reporting the wrong UUID, or a GPU NVML cannot see).
 	UnknownDevices int
+	// PIDReusedSenders counts, since the daemon started, push connections left out of
+	// the view because their PID had been reused by another process (each once).
+	PIDReusedSenders uint64
+	// TrendKeys is how many (pid, uuid) histories the trend engine holds after this tick;
+	// TrendRefused counts, since the daemon started, samples of new (pid, uuid) the
+	// engine did not track because it held its maximum (trend.max_keys).
+	TrendKeys    int
+	TrendRefused uint64
 	// Demo is true when the sources are simulated (demo mode), never on a real node.
 	Demo bool
 }

@@ -89,6 +89,10 @@ const (
 	ReasonNoPID              = "no_pid"
 	ReasonRateLimited        = "rate_limited"
 	ReasonTooManyProcesses   = "too_many_processes"
+	// The bounds over all of a process's connections and over all senders (StoreOptions).
+	ReasonTooManyProcessDevices = "too_many_process_devices"
+	ReasonTooManyProcessPools   = "too_many_process_pools"
+	ReasonTooManySeries         = "too_many_series"
 )
 
 // reasons is the closed set, in a fixed order, so counters can live in an array.
@@ -97,6 +101,7 @@ var reasons = [...]string{
 	ReasonInvalidRuntime, ReasonInvalidLabel, ReasonTooManyLabels, ReasonTooManyDevices,
 	ReasonInvalidUUID, ReasonTooManyPools, ReasonInvalidPool, ReasonInvalidBytes,
 	ReasonNoPID, ReasonRateLimited, ReasonTooManyProcesses,
+	ReasonTooManyProcessDevices, ReasonTooManyProcessPools, ReasonTooManySeries,
 }
 
 // Reasons returns every reject reason, so a collector can export each at zero from the

@@ -28,6 +28,21 @@ const (
 	DefaultRatePerSecond         = 100
 	DefaultBurst                 = 200
 	DefaultMaxConsecutiveRejects = 20
+	// A node runs many workers under one uid (one per GPU, or dozens of CPU-side
+	// workers), so a uid may hold a quarter of the connections: enough for the
+	// 1,000-client load test, and four non-root users are needed to fill the table.
+	DefaultMaxConnectionsPerUID = 1024
+	// Connects per second and burst per uid: a uid may open its whole share at once
+	// (every worker reconnecting after a daemon restart), then 100 a second. A loop of
+	// connect and close is refused at accept, before it costs a goroutine.
+	DefaultConnectRatePerUID  = 100
+	DefaultConnectBurstPerUID = DefaultMaxConnectionsPerUID
+	// Clients send their first message right after connecting (the Python client
+	// connects when it sends); a connection silent for this long holds a slot for nothing.
+	DefaultFirstMessageTimeout = 10 * time.Second
+	// Three TTLs: a sender silent this long is out of the view already, and its slot is
+	// given back.
+	DefaultIdleTimeout = 90 * time.Second
 	// rejectLogInterval is how often one reject reason may be logged: a flood of garbage
 	// must not turn into a flood of log lines.
 	rejectLogInterval = 10 * time.Second
@@ -40,11 +55,19 @@ const (
 	DisconnectTooManyConnections = "too_many_connections" // refused at accept: over MaxConnections
 	DisconnectReadError          = "read_error"           // the socket failed
 	DisconnectShutdown           = "shutdown"             // the daemon closed it (Close or ctx done)
+	// refused at accept: the uid already holds MaxConnectionsPerUID connections
+	DisconnectTooManyConnectionsPerUID = "too_many_connections_per_uid"
+	// refused at accept: the uid connects faster than ConnectRatePerUID
+	DisconnectConnectRateLimited  = "connect_rate_limited"
+	DisconnectFirstMessageTimeout = "first_message_timeout" // no message within FirstMessageTimeout of connecting
+	DisconnectIdleTimeout         = "idle_timeout"          // no message for IdleTimeout
 )
 
 var disconnectReasons = [...]string{
 	DisconnectClientClosed, DisconnectGarbage, DisconnectTooManyConnections,
 	DisconnectReadError, DisconnectShutdown,
+	DisconnectTooManyConnectionsPerUID, DisconnectConnectRateLimited,
+	DisconnectFirstMessageTimeout, DisconnectIdleTimeout,
 }
 
 // DisconnectReasons returns every disconnect reason, for exporting each at zero.
@@ -62,6 +85,11 @@ type ServerOptions struct {
 	RatePerSecond         float64 // per connection
 	Burst                 int
 	MaxConsecutiveRejects int
+	MaxConnectionsPerUID  int     // by the peer's uid at connect (SO_PEERCRED)
+	ConnectRatePerUID     float64 // connects per second per uid
+	ConnectBurstPerUID    int
+	FirstMessageTimeout   time.Duration // close a connection that sends nothing this long after connecting
+	IdleTimeout           time.Duration // close a connection that sends nothing for this long
 	Clock                 clock.Clock
 }
 
@@ -76,6 +104,11 @@ func DefaultServerOptions() ServerOptions {
 		RatePerSecond:         DefaultRatePerSecond,
 		Burst:                 DefaultBurst,
 		MaxConsecutiveRejects: DefaultMaxConsecutiveRejects,
+		MaxConnectionsPerUID:  DefaultMaxConnectionsPerUID,
+		ConnectRatePerUID:     DefaultConnectRatePerUID,
+		ConnectBurstPerUID:    DefaultConnectBurstPerUID,
+		FirstMessageTimeout:   DefaultFirstMessageTimeout,
+		IdleTimeout:           DefaultIdleTimeout,
 	}
 }
 
@@ -114,6 +147,20 @@ func (o ServerOptions) Check(report func(field, problem string)) {
 	}
 	atLeastOne("Burst", o.Burst, DefaultBurst)
 	atLeastOne("MaxConsecutiveRejects", o.MaxConsecutiveRejects, DefaultMaxConsecutiveRejects)
+	atLeastOne("MaxConnectionsPerUID", o.MaxConnectionsPerUID, DefaultMaxConnectionsPerUID)
+	if !(o.ConnectRatePerUID > 0) || math.IsInf(o.ConnectRatePerUID, 0) {
+		report("ConnectRatePerUID", fmt.Sprintf("%g is out of range; use a positive number of connects per second, like %d", o.ConnectRatePerUID, DefaultConnectRatePerUID))
+	}
+	atLeastOne("ConnectBurstPerUID", o.ConnectBurstPerUID, DefaultConnectBurstPerUID)
+	// Under a second, a client that connects and then samples its GPUs (a first
+	// memory_stats call can take that long) would be cut off.
+	atLeastASecond := func(field string, d, def time.Duration) {
+		if d < time.Second {
+			report(field, fmt.Sprintf("%s is out of range; use at least 1s, like %s", d, def))
+		}
+	}
+	atLeastASecond("FirstMessageTimeout", o.FirstMessageTimeout, DefaultFirstMessageTimeout)
+	atLeastASecond("IdleTimeout", o.IdleTimeout, DefaultIdleTimeout)
 }
 
 // Validate reports every problem Check finds, each prefixed with its field, or nil.
@@ -149,6 +196,21 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxConsecutiveRejects == 0 {
 		o.MaxConsecutiveRejects = def.MaxConsecutiveRejects
 	}
+	if o.MaxConnectionsPerUID == 0 {
+		o.MaxConnectionsPerUID = def.MaxConnectionsPerUID
+	}
+	if o.ConnectRatePerUID == 0 {
+		o.ConnectRatePerUID = def.ConnectRatePerUID
+	}
+	if o.ConnectBurstPerUID == 0 {
+		o.ConnectBurstPerUID = def.ConnectBurstPerUID
+	}
+	if o.FirstMessageTimeout == 0 {
+		o.FirstMessageTimeout = def.FirstMessageTimeout
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = def.IdleTimeout
+	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
@@ -165,6 +227,7 @@ type Stats struct {
 	Rejected            map[string]uint64 // by reject reason; every reason is present
 	Disconnects         map[string]uint64 // by disconnect reason; every reason is present
 	BytesReceived       uint64            // payload bytes read, accepted or not
+	Series              int               // (process, GPU, pool) the store holds, see StoreOptions
 }
 
 // Server accepts push connections on a unix SOCK_SEQPACKET socket and feeds a Store.
@@ -179,7 +242,9 @@ type Server struct {
 	mu      sync.Mutex
 	ln      *net.UnixListener
 	inode   uint64 // of the socket file we bound, so Close removes only our own
-	conns   map[uint64]*net.UnixConn
+	conns   map[uint64]*conn
+	perUID  map[uint32]int          // open connections by peer uid
+	connect map[uint32]*tokenBucket // connect rate by peer uid
 	nextID  uint64
 	closing bool
 	wg      sync.WaitGroup // connection goroutines
@@ -193,6 +258,29 @@ type Server struct {
 	disconnects                       [len(disconnectReasons)]atomic.Uint64
 
 	logs logLimiter
+
+	// processStart reads a process's start time (procinfo); nil: not recorded.
+	processStart func(pid uint32) (uint64, error)
+}
+
+// WithProcessStart makes the server record, whenever a connection first speaks for a
+// PID, that process's start time (clock ticks after boot, field 22 of /proc/PID/stat),
+// so the join can tell the sender from an unrelated process that reuses its PID later.
+// Call it before Serve. An error leaves the start time unknown (0), never refuses.
+func (s *Server) WithProcessStart(f func(pid uint32) (uint64, error)) *Server {
+	s.processStart = f
+	return s
+}
+
+func (s *Server) startOf(pid uint32) uint64 {
+	if s.processStart == nil {
+		return 0
+	}
+	st, err := s.processStart(pid)
+	if err != nil {
+		return 0
+	}
+	return st
 }
 
 // NewServer fills opts' zero fields with the defaults, checks them (Check) and returns a
@@ -214,9 +302,11 @@ func NewServer(opts ServerOptions, store *Store, logger *zap.Logger) (*Server, e
 	}
 	s := &Server{
 		opts: opts, gid: gid, store: store, logger: logger, clock: opts.Clock,
-		conns: make(map[uint64]*net.UnixConn),
-		done:  make(chan struct{}),
-		logs:  logLimiter{last: make(map[string]time.Time), suppressed: make(map[string]uint64)},
+		conns:   make(map[uint64]*conn),
+		perUID:  make(map[uint32]int),
+		connect: make(map[uint32]*tokenBucket),
+		done:    make(chan struct{}),
+		logs:    logLimiter{last: make(map[string]time.Time), suppressed: make(map[string]uint64)},
 	}
 	size := opts.MaxMessageBytes + 1 // one more byte than allowed tells "too large" apart
 	s.bufs.New = func() any { b := make([]byte, size); return &b }
@@ -252,6 +342,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	stop := context.AfterFunc(ctx, func() { _ = s.Close() })
 	defer stop()
+	reaped := make(chan struct{})
+	go func() { defer close(reaped); s.reapLoop() }()
+	defer func() { <-reaped }() // Close (below, or by ctx) has closed done
 	const minBackoff, maxBackoff = 5 * time.Millisecond, time.Second
 	backoff := minBackoff
 	for {
@@ -279,32 +372,97 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-// start registers c and serves it on its own goroutine, or refuses it when over the limit
-// or shutting down.
+// conn is one accepted connection.
+type conn struct {
+	c           *net.UnixConn
+	uid         uint32
+	hasUID      bool // the peer's credentials were readable at accept
+	connectedAt time.Time
+	lastMsg     atomic.Int64 // UnixNano of the latest message received, 0 before the first
+	deadline    atomic.Value // string: the disconnect reason when the reaper closed it
+	// The PID the connection last spoke for and that process's start time; only its
+	// read loop touches them.
+	pid   uint32
+	start uint64
+}
+
+// start registers c and serves it on its own goroutine, or refuses it when over a limit
+// or shutting down. The refusals come before any goroutine or buffer, so a sender that
+// connects in a loop costs an accept, a getsockopt and a close.
 func (s *Server) start(c *net.UnixConn) {
+	uid, hasUID := peerUID(c)
+	now := s.clock.Now()
 	s.mu.Lock()
+	refuse := ""
 	switch {
 	case s.closing:
-		s.mu.Unlock()
-		_ = c.Close()
-		s.countDisconnect(DisconnectShutdown)
-		return
+		refuse = DisconnectShutdown
 	case len(s.conns) >= s.opts.MaxConnections:
+		refuse = DisconnectTooManyConnections
+	case hasUID && s.perUID[uid] >= s.opts.MaxConnectionsPerUID:
+		refuse = DisconnectTooManyConnectionsPerUID
+	case hasUID && !s.connectBucket(uid, now).take(now, s.opts.ConnectRatePerUID, s.opts.ConnectBurstPerUID):
+		refuse = DisconnectConnectRateLimited
+	}
+	if refuse != "" {
 		s.mu.Unlock()
 		_ = c.Close()
-		s.countDisconnect(DisconnectTooManyConnections)
-		if ok, suppressed := s.logs.allow(DisconnectTooManyConnections, s.clock.Now()); ok {
-			s.logger.Warn("refused a push connection: too many connections; raise --push.max-connections if this is expected",
-				zap.Int("max_connections", s.opts.MaxConnections), zap.Uint64("suppressed", suppressed))
-		}
+		s.countDisconnect(refuse)
+		s.logRefusal(refuse, uid)
 		return
 	}
 	s.nextID++
 	id := s.nextID
-	s.conns[id] = c
+	cn := &conn{c: c, uid: uid, hasUID: hasUID, connectedAt: now}
+	s.conns[id] = cn
+	if hasUID {
+		s.perUID[uid]++
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
-	go s.serveConn(c, id)
+	go s.serveConn(cn, id)
+}
+
+// connectBucket returns uid's connect bucket, made full for a uid not seen before. The
+// map is pruned of buckets that have refilled (their uid has been quiet): those are
+// the same as a new one, and a host has few uids, but nothing must grow without bound.
+func (s *Server) connectBucket(uid uint32, now time.Time) *tokenBucket {
+	b := s.connect[uid]
+	if b != nil {
+		return b
+	}
+	if len(s.connect) >= maxConnectBuckets {
+		for u, ob := range s.connect {
+			if ob.full(now, s.opts.ConnectRatePerUID, s.opts.ConnectBurstPerUID) {
+				delete(s.connect, u)
+			}
+		}
+	}
+	b = &tokenBucket{tokens: float64(s.opts.ConnectBurstPerUID), last: now}
+	s.connect[uid] = b
+	return b
+}
+
+// maxConnectBuckets is how many uids' connect buckets are kept before refilled ones
+// are pruned.
+const maxConnectBuckets = 1024
+
+func (s *Server) logRefusal(reason string, uid uint32) {
+	ok, suppressed := s.logs.allow(reason, s.clock.Now())
+	if !ok {
+		return
+	}
+	switch reason {
+	case DisconnectTooManyConnections:
+		s.logger.Warn("refused a push connection: too many connections; raise --push.max-connections if this is expected",
+			zap.Int("max_connections", s.opts.MaxConnections), zap.Uint64("suppressed", suppressed))
+	case DisconnectTooManyConnectionsPerUID:
+		s.logger.Warn("refused a push connection: its user holds too many connections; raise --push.max-connections-per-uid if this is expected",
+			zap.Uint32("uid", uid), zap.Int("max_connections_per_uid", s.opts.MaxConnectionsPerUID), zap.Uint64("suppressed", suppressed))
+	case DisconnectConnectRateLimited:
+		s.logger.Warn("refused a push connection: its user connects too fast (a client reconnecting in a loop?); raise --push.connect-rate-per-uid if this is expected",
+			zap.Uint32("uid", uid), zap.Float64("connect_rate_per_uid", s.opts.ConnectRatePerUID), zap.Uint64("suppressed", suppressed))
+	}
 }
 
 func (s *Server) countDisconnect(reason string) {
@@ -316,15 +474,25 @@ func (s *Server) countDisconnect(reason string) {
 	s.closed.Add(1)
 }
 
-func (s *Server) serveConn(c *net.UnixConn, id uint64) {
+func (s *Server) serveConn(cn *conn, id uint64) {
 	defer s.wg.Done()
-	reason := s.readLoop(c, id)
-	_ = c.Close()
+	reason := s.readLoop(cn, id)
+	_ = cn.c.Close()
 	// The data goes before the connection is forgotten, so nobody sees a closed
 	// connection's series in a later snapshot.
 	s.store.Remove(id)
 	s.mu.Lock()
 	delete(s.conns, id)
+	if cn.hasUID {
+		if s.perUID[cn.uid] <= 1 {
+			delete(s.perUID, cn.uid)
+		} else {
+			s.perUID[cn.uid]--
+		}
+	}
+	if r, ok := cn.deadline.Load().(string); ok && reason == DisconnectReadError {
+		reason = r
+	}
 	if s.closing && reason == DisconnectReadError {
 		reason = DisconnectShutdown
 	}
@@ -332,10 +500,59 @@ func (s *Server) serveConn(c *net.UnixConn, id uint64) {
 	s.countDisconnect(reason)
 }
 
+// reapInterval is how often connections are checked against their deadlines: a
+// fraction of the shorter one, so a connection is closed at most a quarter late.
+func (s *Server) reapInterval() time.Duration {
+	return min(s.opts.FirstMessageTimeout, s.opts.IdleTimeout) / 4
+}
+
+// reapLoop closes connections past their first-message or idle deadline, on the
+// injected clock, until the server closes.
+func (s *Server) reapLoop() {
+	t := s.clock.NewTicker(s.reapInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C():
+			s.reap(s.clock.Now())
+		}
+	}
+}
+
+func (s *Server) reap(now time.Time) {
+	s.mu.Lock()
+	var late []*conn
+	for _, cn := range s.conns {
+		reason := ""
+		if last := cn.lastMsg.Load(); last == 0 {
+			if now.Sub(cn.connectedAt) > s.opts.FirstMessageTimeout {
+				reason = DisconnectFirstMessageTimeout
+			}
+		} else if now.Sub(time.Unix(0, last)) > s.opts.IdleTimeout {
+			reason = DisconnectIdleTimeout
+		}
+		if reason != "" && cn.deadline.CompareAndSwap(nil, reason) {
+			late = append(late, cn)
+		}
+	}
+	s.mu.Unlock()
+	for _, cn := range late {
+		// The read loop sees the close as a read error and reports the reason set above.
+		_ = cn.c.Close()
+	}
+}
+
 // tokenBucket is a per-connection rate limit driven by the injected clock.
 type tokenBucket struct {
 	tokens float64
 	last   time.Time
+}
+
+// full reports whether the bucket has refilled by now.
+func (b *tokenBucket) full(now time.Time, rate float64, burst int) bool {
+	return b.tokens+now.Sub(b.last).Seconds()*rate >= float64(burst)
 }
 
 func (b *tokenBucket) take(now time.Time, rate float64, burst int) bool {
@@ -352,7 +569,7 @@ func (b *tokenBucket) take(now time.Time, rate float64, burst int) bool {
 
 // ingest runs one received message through rate limit, size, credentials, decoding and
 // the store, in that order (the cheapest refusals first).
-func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b []byte, truncated bool, oob []byte) (Cred, *RejectError) {
+func (s *Server) ingest(cn *conn, id uint64, bucket *tokenBucket, b []byte, truncated bool, oob []byte) (Cred, *RejectError) {
 	// Credentials first, even for a message about to be refused: parsing them also
 	// closes any file descriptors a hostile sender passed along.
 	cred, credErr := credentials(oob)
@@ -365,9 +582,15 @@ func (s *Server) ingest(id uint64, connectedAt time.Time, bucket *tokenBucket, b
 	if credErr != nil {
 		return cred, credErr
 	}
+	if cred.PID != cn.pid {
+		// Once per PID change (the first message, or a forked child's takeover), not per
+		// message: a procfs read is dearer than the rest of a message's handling.
+		cn.pid, cn.start = cred.PID, s.startOf(cred.PID)
+	}
+	cred.StartTicks = cn.start
 	msg, err := Decode(b)
 	if err == nil {
-		err = s.store.Update(id, connectedAt, cred, msg)
+		err = s.store.Update(id, cn.connectedAt, cred, msg)
 	}
 	if err != nil {
 		var re *RejectError
@@ -427,6 +650,7 @@ func (s *Server) Stats() Stats {
 		ConnectionsClosed:   s.closed.Load(),
 		MessagesAccepted:    s.messages.Load(),
 		BytesReceived:       s.bytes.Load(),
+		Series:              s.store.Stats().Series,
 		Rejected:            make(map[string]uint64, len(reasons)),
 		Disconnects:         make(map[string]uint64, len(disconnectReasons)),
 	}
@@ -450,7 +674,7 @@ func (s *Server) Close() error {
 		ln := s.ln
 		conns := make([]*net.UnixConn, 0, len(s.conns))
 		for _, c := range s.conns {
-			conns = append(conns, c)
+			conns = append(conns, c.c)
 		}
 		s.mu.Unlock()
 		var errs []error

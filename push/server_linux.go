@@ -15,7 +15,28 @@ import (
 // builtIn reports that this build can serve the push socket.
 const builtIn = true
 
-func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
+// peerUID is the connecting process's uid (SO_PEERCRED), taken at accept so the
+// per-uid limits apply before the connection costs anything more. false when it cannot
+// be read; such a connection is held to the global limits only.
+func peerUID(c *net.UnixConn) (uint32, bool) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var (
+		uc   *unix.Ucred
+		uerr error
+	)
+	if err := rc.Control(func(fd uintptr) {
+		uc, uerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil || uerr != nil {
+		return 0, false
+	}
+	return uc.Uid, true
+}
+
+func (s *Server) readLoop(cn *conn, id uint64) string {
+	c := cn.c
 	rc, err := c.SyscallConn()
 	if err == nil {
 		err = setPassCred(rc)
@@ -24,8 +45,7 @@ func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
 		s.logger.Error("cannot enable SO_PASSCRED on a push connection; closing it", zap.Uint64("conn", id), zap.Error(err))
 		return DisconnectReadError
 	}
-	connectedAt := s.clock.Now()
-	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: connectedAt}
+	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: cn.connectedAt}
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	rejects := 0
 	for {
@@ -61,14 +81,15 @@ func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
 			s.mu.Lock()
 			closing := s.closing
 			s.mu.Unlock()
-			if !closing {
+			if _, reaped := cn.deadline.Load().(string); !closing && !reaped {
 				s.logger.Warn("reading from a push connection failed; closing it", zap.Uint64("conn", id), zap.Error(err))
 			}
 			return DisconnectReadError
 		}
 		s.bytes.Add(uint64(n))
+		cn.lastMsg.Store(s.clock.Now().UnixNano())
 		truncated := flags&unix.MSG_TRUNC != 0 || n > s.opts.MaxMessageBytes
-		cred, rerr := s.ingest(id, connectedAt, &bucket, (*buf)[:n], truncated, oob[:oobn])
+		cred, rerr := s.ingest(cn, id, &bucket, (*buf)[:n], truncated, oob[:oobn])
 		s.bufs.Put(buf)
 		if rerr == nil {
 			s.messages.Add(1)
@@ -77,9 +98,10 @@ func (s *Server) readLoop(c *net.UnixConn, id uint64) string {
 		}
 		s.rejected[reasonIndex(rerr.Reason)].Add(1)
 		s.logReject(rerr, cred, id)
-		// Sending too fast or arriving when the process table is full are not garbage:
-		// the sender is well-formed and will be served again soon.
-		if rerr.Reason == ReasonRateLimited || rerr.Reason == ReasonTooManyProcesses {
+		// Sending too fast or arriving when the process or series table is full (other
+		// senders filled it) are not garbage: the sender is well-formed and will be served
+		// again soon.
+		if rerr.Reason == ReasonRateLimited || rerr.Reason == ReasonTooManyProcesses || rerr.Reason == ReasonTooManySeries {
 			continue
 		}
 		rejects++

@@ -16,7 +16,9 @@ var errNoPassCred = errors.New("SO_PASSCRED is Linux-only")
 
 func setPassCred(interface{ Control(func(fd uintptr)) error }) error { return errNoPassCred }
 
-func (s *Server) readLoop(*net.UnixConn, uint64) string { return DisconnectReadError }
+func (s *Server) readLoop(*conn, uint64) string { return DisconnectReadError }
+
+func peerUID(*net.UnixConn) (uint32, bool) { return 0, false }
 
 func credentials([]byte) (Cred, *RejectError) {
 	return Cred{}, reject(ReasonNoPID, "kernel credentials are Linux-only")

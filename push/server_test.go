@@ -45,7 +45,17 @@ func socketDir(t *testing.T) string {
 	return dir
 }
 
-func startServer(t *testing.T, opts ServerOptions, maxProcesses int) *harness {
+func startServer(t *testing.T, opts ServerOptions, maxProcesses int, setup ...func(*Server)) *harness {
+	t.Helper()
+	so := DefaultStoreOptions()
+	if maxProcesses > 0 {
+		so.MaxProcesses = maxProcesses
+	}
+	return startServerStore(t, opts, so, setup...)
+}
+
+// startServerStore is startServer with a store bounded by so (TTL 30s, the fake clock).
+func startServerStore(t *testing.T, opts ServerOptions, so StoreOptions, setup ...func(*Server)) *harness {
 	t.Helper()
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	if opts.Path == "" {
@@ -53,10 +63,17 @@ func startServer(t *testing.T, opts ServerOptions, maxProcesses int) *harness {
 	}
 	opts.Clock = clk
 	core, logs := observer.New(zapcore.InfoLevel)
-	store := NewStore(30*time.Second, maxProcesses, clk)
+	so.TTL, so.Clock = 30*time.Second, clk
+	store, err := NewStoreWithOptions(so)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := NewServer(opts, store, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(srv)
 	}
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -202,8 +219,8 @@ func TestCredentials(t *testing.T) {
 		want   Cred
 		reason string
 	}{
-		{"kernel credentials", unix.UnixCredentials(&unix.Ucred{Pid: 42, Uid: 7, Gid: 8}), Cred{42, 7, 8}, ""},
-		{"pid 0 from another namespace", unix.UnixCredentials(&unix.Ucred{Pid: 0, Uid: 7, Gid: 8}), Cred{0, 7, 8}, ReasonNoPID},
+		{"kernel credentials", unix.UnixCredentials(&unix.Ucred{Pid: 42, Uid: 7, Gid: 8}), Cred{PID: 42, UID: 7, GID: 8}, ""},
+		{"pid 0 from another namespace", unix.UnixCredentials(&unix.Ucred{Pid: 0, Uid: 7, Gid: 8}), Cred{PID: 0, UID: 7, GID: 8}, ReasonNoPID},
 		{"no control message", nil, Cred{}, ReasonNoPID},
 		{"garbage control data", []byte{1, 2, 3}, Cred{}, ReasonNoPID},
 	}

@@ -3,6 +3,11 @@
 # machine (loopback and a unix socket only). Reports what pushload measured and the
 # daemon's RSS before, at the peak of, and after the load.
 #   usage: scripts/load.sh [CLIENTS=1000] [RATE=10] [DURATION=30s]
+# It runs at the default limits: 1000 connections of one uid fit
+# --push.max-connections-per-uid and its connect burst (1024 each), and all clients are one
+# process reporting the same two pools on one GPU, which the per-process bounds count once.
+# More than 1024 clients need --push.max-connections-per-uid and
+# --push.connect-burst-per-uid raised on the daemon's command line below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS=${1:-1000}; RATE=${2:-10}; DURATION=${3:-30s}

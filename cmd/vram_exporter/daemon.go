@@ -145,7 +145,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		return err
 	}
 	defer ln.Close() // a no-op once the HTTP server has closed it
-	pushes, err := openPush(cfg, src.store, src.clock, logger.Named("push"))
+	pushes, err := openPush(cfg, src.store, src.clock, src.processStart, logger.Named("push"))
 	if err != nil {
 		return err
 	}
@@ -201,6 +201,9 @@ type sources struct {
 	facts join.FactsReader // nil when there is no procfs (not built in)
 	store *push.Store      // nil when nothing pushes: socket disabled, not demo mode
 	loops []func(ctx context.Context)
+	// processStart reads a process's start time for the push server (nil: not
+	// recorded, and a reused PID is not told apart).
+	processStart func(pid uint32) (uint64, error)
 }
 
 // pushSource is the store as the join wants it: a nil interface, not a typed nil, when
@@ -227,21 +230,36 @@ func newSources(cfg config.Config, logger *zap.Logger) (*sources, error) {
 		return nil, fmt.Errorf("process facts: %w", err)
 	default:
 		s.facts = facts
+		s.processStart = facts.StartTicks
 	}
 	if cfg.Push.Socket != "" {
-		s.store = push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, s.clock)
+		if s.store, err = newStore(cfg, s.clock); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
+// newStore is the push store bounded as configured (config's conversion, the options
+// --config.check validated).
+func newStore(cfg config.Config, clk clock.Clock) (*push.Store, error) {
+	o := cfg.Push.StoreOptions()
+	o.Clock = clk
+	store, err := push.NewStoreWithOptions(o)
+	if err != nil {
+		return nil, fmt.Errorf("push store: %w", err)
+	}
+	return store, nil
+}
+
 // openPush opens the push socket feeding store; nil without error when it is disabled
 // or not built in (then the log says so once).
-func openPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *zap.Logger) (*push.Server, error) {
+func openPush(cfg config.Config, store *push.Store, clk clock.Clock, start func(uint32) (uint64, error), logger *zap.Logger) (*push.Server, error) {
 	if cfg.Push.Socket == "" {
 		logger.Info("push socket disabled (push.socket is empty): no allocator stats are received")
 		return nil, nil
 	}
-	srv, err := listenPush(cfg, store, clk, logger)
+	srv, err := listenPush(cfg, store, clk, start, logger)
 	if errors.Is(err, push.ErrNotBuiltIn) {
 		logger.Warn("push socket is off", zap.Error(err))
 		return nil, nil
@@ -253,13 +271,16 @@ func openPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *zap
 // running `go run` as an ordinary user), it falls back to a per-user runtime directory
 // and says so, so the daemon still starts; an explicitly chosen path never falls back.
 // The server logs the path it listens on.
-func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, logger *zap.Logger) (*push.Server, error) {
+func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, start func(uint32) (uint64, error), logger *zap.Logger) (*push.Server, error) {
 	open := func(path string) (*push.Server, error) {
 		opts := cfg.Push.ServerOptions() // the options --config.check validated
 		opts.Path, opts.Clock = path, clk
 		srv, err := push.NewServer(opts, store, logger)
 		if err != nil {
 			return nil, err
+		}
+		if start != nil {
+			srv.WithProcessStart(start)
 		}
 		if err := srv.Listen(); err != nil {
 			return nil, err

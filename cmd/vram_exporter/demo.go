@@ -13,7 +13,6 @@ import (
 	"github.com/vram-exporter/vram_exporter/config"
 	"github.com/vram-exporter/vram_exporter/demo"
 	"github.com/vram-exporter/vram_exporter/nvml"
-	"github.com/vram-exporter/vram_exporter/push"
 )
 
 // newDemoSources builds the simulated node (demo mode): the real poller over the fake
@@ -32,7 +31,10 @@ func newDemoSources(cfg config.Config, logger *zap.Logger) (*sources, error) {
 		zap.Strings("gpu_uuids", node.UUIDs()), zap.Duration("warm_up_real_time", time.Duration(float64(cfg.Trend.WarmUp)/d.Speed)))
 	logger.Warn("DEMO MODE: every GPU, process and allocator figure is simulated, not read from this machine",
 		zap.Int("gpus", d.GPUs), zap.Float64("speed", d.Speed), zap.Int64("seed", d.Seed))
-	store := push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, clk)
+	store, err := newStore(cfg, clk)
+	if err != nil {
+		return nil, err
+	}
 	return &sources{
 		clock: clk,
 		nvml:  nvml.NewPoller(node.NVML(), nvml.Options{Interval: cfg.NVML.PollInterval, Clock: clk}, logger.Named("nvml")),

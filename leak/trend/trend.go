@@ -44,7 +44,15 @@ type Config struct {
 	MinFit float64
 	// MinDuration is how long growth must persist before a leak-type verdict.
 	MinDuration time.Duration
+	// MaxKeys bounds the (pid, uuid) histories held at once: a new key beyond it is not
+	// tracked (TryObserve says so, Refused counts it) until Sweep makes room.
+	MaxKeys int
 }
+
+// DefaultMaxKeys is MaxKeys' default. A history costs about 12 KB (README, "What it
+// costs"), so the bound is some 25 MB at the worst; a node has a few hundred GPU
+// processes at most (a few dozen per GPU under MPS).
+const DefaultMaxKeys = 2048
 
 // MiBPerMinute is one MiB per minute in bytes per second, the unit people think in.
 const MiBPerMinute = api.MiBPerMinute
@@ -65,6 +73,7 @@ func DefaultConfig() Config {
 		MinRate:     0.5 * MiBPerMinute,
 		MinFit:      0.85,
 		MinDuration: 0,
+		MaxKeys:     DefaultMaxKeys,
 	}
 }
 
@@ -181,6 +190,9 @@ func (c Config) Check(report func(field, problem string)) {
 	}
 	if c.MinDuration < 0 {
 		report("MinDuration", fmt.Sprintf("%s is negative; use 0 (the default) or a duration like \"5m\"", fmtDuration(c.MinDuration)))
+	}
+	if c.MaxKeys < 1 {
+		report("MaxKeys", fmt.Sprintf("%d is out of range; use at least 1, like %d", c.MaxKeys, DefaultMaxKeys))
 	}
 }
 
@@ -345,6 +357,8 @@ type Engine struct {
 	procs map[procKey]*process
 	gpus  map[string]*gpu
 	vals  [numCols]float64 // scratch, so Observe does not allocate
+	// refused counts samples of new keys not tracked because MaxKeys were held.
+	refused uint64
 }
 
 // NewEngine validates cfg and returns an empty engine.
@@ -359,10 +373,26 @@ func NewEngine(cfg Config) (*Engine, error) {
 func (e *Engine) Config() Config { return e.cfg }
 
 // Observe folds one sample in and returns the (pid, uuid)'s current result. Verdicts
-// change only when a bucket closes, so most calls only update a minimum.
+// change only when a bucket closes, so most calls only update a minimum. A sample of a
+// new key while MaxKeys are held gets a zero Result; TryObserve tells it apart.
 func (e *Engine) Observe(s Sample) Result {
+	r, _ := e.TryObserve(s)
+	return r
+}
+
+// Refused is how many samples of new keys were not tracked because MaxKeys histories
+// were held, since the engine was made.
+func (e *Engine) Refused() uint64 { return e.refused }
+
+// TryObserve is Observe that reports false, and keeps nothing, for a sample of a new
+// key while MaxKeys are held.
+func (e *Engine) TryObserve(s Sample) (Result, bool) {
 	k := procKey{s.Key.PID, s.Key.UUID}
 	p := e.procs[k]
+	if p == nil && len(e.procs) >= e.cfg.MaxKeys {
+		e.refused++
+		return Result{}, false
+	}
 	if p != nil && s.Key.Start != 0 && p.start != 0 && p.start != s.Key.Start {
 		// A reused PID is a different process: its history would fake a jump. A start of
 		// 0 is "unknown" (procfs could not be read, e.g. while the process exits), never a
@@ -402,7 +432,7 @@ func (e *Engine) Observe(s Sample) Result {
 	if b, closed := p.h.add(s.T, v[:]); closed {
 		e.judge(p, p.h.bucketEnd(b))
 	}
-	return p.res
+	return p.res, true
 }
 
 // Result returns the current result of a (pid, uuid). A Key.Start of 0 matches any

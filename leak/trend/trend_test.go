@@ -409,3 +409,44 @@ func TestUsedOnlyTwoSteps(t *testing.T) {
 		})
 	}
 }
+
+// The engine holds at most MaxKeys (pid, uuid) histories: a new key beyond is refused
+// and counted, a known one keeps being tracked, and Sweep makes room again.
+func TestEngineMaxKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxKeys = 2
+	e, err := NewEngine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	sample := func(pid uint32, uuid string, at time.Time) Sample {
+		return Sample{Key: Key{PID: pid, UUID: uuid}, T: at, Used: 1, HasUsed: true}
+	}
+	for _, k := range []uint32{1, 2} {
+		if _, ok := e.TryObserve(sample(k, "GPU-a", t0)); !ok {
+			t.Fatalf("key %d refused below the bound", k)
+		}
+	}
+	if r, ok := e.TryObserve(sample(3, "GPU-a", t0)); ok || r.Verdict != "" {
+		t.Fatalf("third key: %+v, %v; want refused", r, ok)
+	}
+	if _, ok := e.TryObserve(sample(1, "GPU-a", t0.Add(time.Minute))); !ok {
+		t.Error("a tracked key refused at the bound")
+	}
+	if n, _ := e.Len(); n != 2 || e.Refused() != 1 {
+		t.Errorf("Len %d, Refused %d; want 2 and 1", n, e.Refused())
+	}
+	e.Sweep(t0.Add(2*time.Minute), 90*time.Second) // key 2 idle for 2m
+	if _, ok := e.TryObserve(sample(3, "GPU-a", t0.Add(2*time.Minute))); !ok {
+		t.Error("no room after Sweep")
+	}
+}
+
+func TestCheckMaxKeys(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxKeys = 0
+	if err := cfg.Validate(); err == nil || err.Error() != "trend: MaxKeys: 0 is out of range; use at least 1, like 2048" {
+		t.Errorf("Validate() = %v", err)
+	}
+}
