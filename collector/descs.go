@@ -98,7 +98,7 @@ func newDescs() descs {
 		largestWorker:  nd("gpu_largest_worker_bytes", "Largest per-process footprint on the GPU (NVML used, else pushed reserved): the worker size vram_gpu_headroom_workers counts in.", gpuLabels...),
 
 		collectorSuccess:  nd("collector_success", "1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.", "collector"),
-		collectorDuration: nd("collector_duration_seconds", "Time the named collector took in this scrape.", "collector"),
+		collectorDuration: nd("collector_duration_seconds", "Time the named collector took to build its series from the current view. The vram_* families are built and encoded once per sample tick (on the first scrape after it) and served as bytes until the next, so this is not a per-scrape time.", "collector"),
 		demo:              nd("demo_mode", "1 when the daemon runs on a simulated node (demo mode): the data is NOT from real GPUs."),
 	}
 }

@@ -46,17 +46,8 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	// /metrics serves the vram_* families from the view plus reg's.
-	gatherer := collector.NewTransactional(collector.New(joiner, ps, logger.Named("collector")).
-		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes), reg)
-
 	mux := http.NewServeMux()
-	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(reg, promhttp.HandlerForTransactional(gatherer, promhttp.HandlerOpts{
-		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 8,
-		Timeout:             10 * time.Second,
-	})))
+	mux.Handle(cfg.Web.TelemetryPath, newMetricsHandler(cfg, joiner, ps, clk, reg, logger))
 	mux.Handle("/api/v1/", newAPIHandler(cfg, joiner))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
@@ -77,6 +68,18 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 		mux.Handle("/", landing)
 	}
 	return mux, nil
+}
+
+// newMetricsHandler serves /metrics: the vram_* families encoded once per view plus
+// reg's (Go runtime, process, build info and promhttp_*) per scrape.
+func newMetricsHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, reg *prometheus.Registry, logger *zap.Logger) http.Handler {
+	c := collector.New(joiner, ps, logger.Named("collector")).WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes)
+	return promhttp.InstrumentMetricHandler(reg, collector.NewHandler(c, collector.ScrapeOptions{
+		Others:              reg,
+		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
+		MaxRequestsInFlight: 8,
+		Timeout:             10 * time.Second,
+	}))
 }
 
 // newAPIHandler serves /api/v1/… (docs/api.md) from the joined view.

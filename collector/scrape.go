@@ -1,0 +1,429 @@
+package collector
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/vram-exporter/vram_exporter/join"
+)
+
+// The view changes once per sample tick, but Prometheus (and every dashboard, and a
+// second Prometheus) scrapes it many times in between, each asking for the same format.
+// So the vram_* families of a view are encoded at most once per (format, compression),
+// on the first scrape that asks for it, and served as bytes until the next view; only
+// what really changes per scrape (the Go runtime and process collectors, promhttp_*,
+// the push server's counters) is encoded per scrape, and it is small.
+//
+// The per-scrape families are written around the cached block, not merged into it:
+// those sorting before the block's first family (go_*, process_*, promhttp_*) before
+// it, the rest (vram_exporter_build_info and the live vram_push_* families) after it.
+// The text formats only ask that a family's lines stay together, which they do; the
+// family order is the only difference from promhttp's output. For gzip the cached block
+// is a run of raw deflate blocks ending in a sync flush, so the per-scrape parts are
+// deflated separately and the three are joined into one gzip member (one CRC-32 over
+// the whole body), which every gzip reader accepts.
+
+// ScrapeOptions configure a Handler.
+type ScrapeOptions struct {
+	// Others are gathered and encoded on every scrape: the Go runtime, process and build
+	// info Registry, which also holds promhttp_metric_handler_*. Their names must not
+	// clash with vram_* families other than vram_exporter_build_info.
+	Others prometheus.Gatherer
+	// ErrorLog gets gathering and encoding errors, as promhttp's.
+	ErrorLog promhttp.Logger
+	// MaxRequestsInFlight bounds concurrent scrapes; more get 503, as with promhttp.
+	MaxRequestsInFlight int
+	// EnableOpenMetrics offers OpenMetrics in content negotiation, as promhttp's option.
+	EnableOpenMetrics bool
+	// Timeout bounds requests served through promhttp (those with name[] filters), which
+	// gather everything afresh; the cached path does no work that can hang.
+	Timeout time.Duration
+}
+
+// Handler serves /metrics from the latest view: see the comment above.
+type Handler struct {
+	c       *Collector
+	opts    ScrapeOptions
+	formats []expfmt.Format
+	offers  []string
+	sem     chan struct{}
+	slow    http.Handler // promhttp over Transactional: name[] filters, and the fallback
+	bufs    sync.Pool    // *scrapeBuf
+
+	mu    sync.Mutex
+	view  *join.View
+	cache map[cacheKey]*encoded
+}
+
+// Content codings the Handler offers, in promhttp's order.
+const (
+	encIdentity = "identity"
+	encGzip     = "gzip"
+)
+
+type cacheKey struct {
+	format expfmt.Format
+	enc    string
+}
+
+// encoded is one view's vram_* block in one format and compression.
+type encoded struct {
+	ready chan struct{} // closed once the fields below are set
+	// body is the encoded block: text (or protobuf) for identity, raw deflate blocks
+	// ending in a sync flush for gzip.
+	body  []byte
+	crc   uint32 // gzip: CRC-32 of the identity block
+	size  int    // gzip: length of the identity block
+	first string // name of the block's first family
+	err   error
+}
+
+// NewHandler returns the /metrics handler for c.
+func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
+	h := &Handler{c: c, opts: opts, offers: []string{encIdentity, encGzip}}
+	h.formats = expfmt.DefaultAcceptedFormats()
+	if opts.EnableOpenMetrics {
+		h.formats = expfmt.DefaultOpenMetricsAcceptedFormats()
+	}
+	if opts.MaxRequestsInFlight > 0 {
+		h.sem = make(chan struct{}, opts.MaxRequestsInFlight)
+	}
+	h.slow = promhttp.HandlerForTransactional(NewTransactional(c, opts.Others), promhttp.HandlerOpts{
+		ErrorLog:          opts.ErrorLog,
+		ErrorHandling:     promhttp.ContinueOnError,
+		Timeout:           opts.Timeout,
+		EnableOpenMetrics: opts.EnableOpenMetrics,
+	})
+	h.bufs.New = func() any { return &scrapeBuf{em: newEmitter()} }
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
+	if h.sem != nil {
+		select {
+		case h.sem <- struct{}{}:
+			defer func() { <-h.sem }()
+		default:
+			http.Error(rsp, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", h.opts.MaxRequestsInFlight),
+				http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if req.URL != nil && len(req.URL.Query()["name[]"]) > 0 {
+		h.slow.ServeHTTP(rsp, req)
+		return
+	}
+	format := expfmt.NegotiateAccept(req.Header, h.formats...)
+	enc := negotiateEncoding(req.Header, h.offers)
+	v, block := h.lookup(cacheKey{format, enc})
+	if block.err != nil {
+		h.logf("error encoding the view, serving through promhttp:", block.err)
+		h.slow.ServeHTTP(rsp, req)
+		return
+	}
+	b := h.bufs.Get().(*scrapeBuf)
+	defer h.putBuf(b)
+	h.encodeLive(b, v, format, block.first)
+
+	hdr := rsp.Header()
+	hdr.Add("Vary", "Accept")
+	hdr.Add("Vary", "Accept-Encoding")
+	hdr.Set("Content-Type", string(format))
+	var parts [3][]byte
+	if enc == encGzip {
+		hdr.Set("Content-Encoding", encGzip)
+		parts = b.gzip(block)
+	} else {
+		parts = [3][]byte{b.prefix.Bytes(), block.body, b.suffix.Bytes()}
+	}
+	hdr.Set("Content-Length", strconv.Itoa(len(parts[0])+len(parts[1])+len(parts[2])))
+	for _, p := range parts {
+		if _, err := rsp.Write(p); err != nil {
+			return // the scraper went away; promhttp does not count that either
+		}
+	}
+}
+
+func (h *Handler) logf(msg string, err error) {
+	if h.opts.ErrorLog != nil {
+		h.opts.ErrorLog.Println(msg, err)
+	}
+}
+
+// lookup returns the latest view and its block for key, encoding it if no scrape of
+// this view has yet; concurrent scrapes of one view wait for one encoding.
+func (h *Handler) lookup(key cacheKey) (*join.View, *encoded) {
+	h.mu.Lock()
+	v := h.c.views.Latest()
+	if v != h.view {
+		// Scrapes still writing the last view's blocks keep them; nothing else does.
+		h.view, h.cache = v, make(map[cacheKey]*encoded, 2)
+	}
+	h.mu.Unlock()
+	return v, h.entry(v, key)
+}
+
+func (h *Handler) entry(v *join.View, key cacheKey) *encoded {
+	h.mu.Lock()
+	if h.view != v {
+		// A newer view was published while this scrape encoded: serve the view it
+		// started with, without caching a block nobody else will ask for.
+		h.mu.Unlock()
+		e := &encoded{ready: make(chan struct{})}
+		h.fill(v, key, e)
+		return e
+	}
+	e := h.cache[key]
+	if e != nil {
+		h.mu.Unlock()
+		<-e.ready
+		return e
+	}
+	e = &encoded{ready: make(chan struct{})}
+	h.cache[key] = e
+	h.mu.Unlock()
+	h.fill(v, key, e)
+	return e
+}
+
+func (h *Handler) fill(v *join.View, key cacheKey, e *encoded) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.err = fmt.Errorf("encoding the view panicked: %v", r)
+		}
+		close(e.ready)
+	}()
+	if key.enc == encGzip {
+		base := h.entry(v, cacheKey{key.format, encIdentity})
+		if base.err != nil {
+			e.err = base.err
+			return
+		}
+		var buf bytes.Buffer
+		fw := blockWriters.Get().(*flate.Writer)
+		fw.Reset(&buf)
+		_, _ = fw.Write(base.body) // a bytes.Buffer does not fail
+		_ = fw.Flush()
+		blockWriters.Put(fw)
+		e.body, e.crc, e.size, e.first = buf.Bytes(), crc32.ChecksumIEEE(base.body), len(base.body), base.first
+		return
+	}
+	// A fresh emitter, not a pooled one: a view is encoded once per tick, and memory a
+	// large view needed goes back with it instead of staying in a pool.
+	em := newEmitter()
+	h.c.gatherView(em, v)
+	mfs := em.families()
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, key.format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			e.err = fmt.Errorf("encode %s: %w", mf.GetName(), err)
+			return
+		}
+	}
+	e.body = slices.Clip(buf.Bytes())
+	if len(mfs) > 0 {
+		e.first = mfs[0].GetName()
+	}
+}
+
+// blockWriters compress cached blocks at gzip's default level, as promhttp does; the
+// per-scrape parts use the fastest level, they are a few kilobytes.
+var blockWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.DefaultCompression)
+	return w
+}}
+
+// scrapeBuf is one scrape's scratch: the per-scrape families before and after the
+// cached block, their deflated forms, and the emitter the live vram_* families go into.
+type scrapeBuf struct {
+	em             *emitter
+	prefix, suffix bytes.Buffer
+	gzHead, gzTail bytes.Buffer
+	fw             *flate.Writer
+}
+
+// maxKeptBuf is the largest scratch buffer a pooled scrapeBuf keeps: the per-scrape
+// parts are a few kilobytes, and one odd scrape must not pin more.
+const maxKeptBuf = 256 << 10
+
+func (h *Handler) putBuf(b *scrapeBuf) {
+	for _, buf := range []*bytes.Buffer{&b.prefix, &b.suffix, &b.gzHead, &b.gzTail} {
+		if buf.Cap() > maxKeptBuf {
+			*buf = bytes.Buffer{}
+		}
+		buf.Reset()
+	}
+	b.em.reset()
+	b.em.trim()
+	h.bufs.Put(b)
+}
+
+// encodeLive encodes the per-scrape families into b.prefix (those sorting before the
+// cached block's first family) and b.suffix.
+func (h *Handler) encodeLive(b *scrapeBuf, v *join.View, format expfmt.Format, first string) {
+	b.em.reset()
+	h.c.gatherLive(b.em, v)
+	mfs := b.em.families()
+	if h.opts.Others != nil {
+		others, err := h.opts.Others.Gather()
+		if err != nil {
+			h.logf("error gathering metrics:", err)
+		}
+		mfs = append(mfs, others...)
+		sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+	}
+	pre, suf := expfmt.NewEncoder(&b.prefix, format), expfmt.NewEncoder(&b.suffix, format)
+	for _, mf := range mfs {
+		enc := suf
+		if mf.GetName() < first {
+			enc = pre
+		}
+		if err := enc.Encode(mf); err != nil {
+			h.logf("error encoding and sending metric family:", err)
+		}
+	}
+	if c, ok := suf.(expfmt.Closer); ok {
+		if err := c.Close(); err != nil { // OpenMetrics' "# EOF"
+			h.logf("error encoding and sending metric family:", err)
+		}
+	}
+}
+
+// gzipHeader is RFC 1952's member header as gzip.Writer writes it without a name or
+// modification time.
+var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}
+
+// gzip returns one gzip member: header and deflated prefix, the cached block, deflated
+// suffix and trailer.
+func (b *scrapeBuf) gzip(block *encoded) [3][]byte {
+	if b.fw == nil {
+		b.fw, _ = flate.NewWriter(nil, flate.BestSpeed)
+	}
+	b.gzHead.Write(gzipHeader)
+	if b.prefix.Len() > 0 {
+		b.fw.Reset(&b.gzHead)
+		_, _ = b.fw.Write(b.prefix.Bytes())
+		_ = b.fw.Flush()
+	}
+	b.fw.Reset(&b.gzTail)
+	_, _ = b.fw.Write(b.suffix.Bytes())
+	_ = b.fw.Close() // the final block
+	crc := crc32.ChecksumIEEE(b.prefix.Bytes())
+	crc = crc32Combine(crc, block.crc, int64(block.size))
+	crc = crc32.Update(crc, crc32.IEEETable, b.suffix.Bytes())
+	var trailer [8]byte
+	binary.LittleEndian.PutUint32(trailer[:4], crc)
+	binary.LittleEndian.PutUint32(trailer[4:], uint32(b.prefix.Len()+block.size+b.suffix.Len()))
+	b.gzTail.Write(trailer[:])
+	return [3][]byte{b.gzHead.Bytes(), block.body, b.gzTail.Bytes()}
+}
+
+// negotiateEncoding picks the content coding as promhttp does: the offer with the
+// highest q in Accept-Encoding ("*" matches any), identity when none is acceptable.
+func negotiateEncoding(h http.Header, offers []string) string {
+	type spec struct {
+		value string
+		q     float64
+	}
+	var specs []spec
+	for _, line := range h.Values("Accept-Encoding") {
+		for _, s := range strings.Split(line, ",") {
+			value, params, _ := strings.Cut(s, ";")
+			value = strings.ToLower(strings.TrimSpace(value))
+			if value == "" {
+				continue
+			}
+			q := 1.0
+			for _, p := range strings.Split(params, ";") {
+				k, val, ok := strings.Cut(strings.TrimSpace(p), "=")
+				if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+					if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+						q = f
+					}
+				}
+			}
+			specs = append(specs, spec{value, q})
+		}
+	}
+	// Offers outside, specs inside, strictly greater q: the same tie-breaks as promhttp
+	// ("gzip, identity" is identity, the first offer).
+	best, bestQ := encIdentity, -1.0
+	for _, o := range offers {
+		for _, s := range specs {
+			if s.q > bestQ && (s.value == "*" || s.value == o) {
+				best, bestQ = o, s.q
+			}
+		}
+	}
+	if bestQ == 0 {
+		return encIdentity
+	}
+	return best
+}
+
+// crc32Combine returns the CRC-32 (IEEE) of A followed by B from the CRCs of both and
+// the length of B, as zlib's crc32_combine, so a scrape need not checksum the cached
+// block again: it applies len2 zero bytes to crc1 with squared GF(2) operator matrices.
+func crc32Combine(crc1, crc2 uint32, len2 int64) uint32 {
+	if len2 <= 0 {
+		return crc1 ^ crc2
+	}
+	var even, odd [32]uint32
+	odd[0] = crc32.IEEE // the operator for one zero bit
+	row := uint32(1)
+	for n := 1; n < 32; n++ {
+		odd[n] = row
+		row <<= 1
+	}
+	gf2Square(&even, &odd) // two zero bits
+	gf2Square(&odd, &even) // four
+	for {
+		gf2Square(&even, &odd) // first pass: one zero byte
+		if len2&1 != 0 {
+			crc1 = gf2Times(&even, crc1)
+		}
+		if len2 >>= 1; len2 == 0 {
+			break
+		}
+		gf2Square(&odd, &even)
+		if len2&1 != 0 {
+			crc1 = gf2Times(&odd, crc1)
+		}
+		if len2 >>= 1; len2 == 0 {
+			break
+		}
+	}
+	return crc1 ^ crc2
+}
+
+func gf2Times(mat *[32]uint32, vec uint32) uint32 {
+	var sum uint32
+	for i := 0; vec != 0; i, vec = i+1, vec>>1 {
+		if vec&1 != 0 {
+			sum ^= mat[i]
+		}
+	}
+	return sum
+}
+
+func gf2Square(square, mat *[32]uint32) {
+	for n := range square {
+		square[n] = gf2Times(mat, mat[n])
+	}
+}
