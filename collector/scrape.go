@@ -64,6 +64,8 @@ type Handler struct {
 	slow    http.Handler // promhttp over Transactional: name[] filters, and the fallback
 	bufs    sync.Pool    // *scrapeBuf
 
+	onBuild func() // tests: called for every view gathered
+
 	mu    sync.Mutex
 	view  *join.View
 	cache map[cacheKey]*encoded
@@ -225,6 +227,9 @@ func (h *Handler) fill(v *join.View, key cacheKey, e *encoded) {
 	}
 	// A fresh emitter, not a pooled one: a view is encoded once per tick, and memory a
 	// large view needed goes back with it instead of staying in a pool.
+	if h.onBuild != nil {
+		h.onBuild()
+	}
 	em := newEmitter()
 	h.c.gatherView(em, v)
 	mfs := em.families()
@@ -336,6 +341,8 @@ func (b *scrapeBuf) gzip(block *encoded) [3][]byte {
 
 // negotiateEncoding picks the content coding as promhttp does: the offer with the
 // highest q in Accept-Encoding ("*" matches any), identity when none is acceptable.
+// promhttp's own negotiation is internal to client_golang; TestNegotiateEncodingAsPromhttp
+// holds the two together.
 func negotiateEncoding(h http.Header, offers []string) string {
 	type spec struct {
 		value string
@@ -345,7 +352,7 @@ func negotiateEncoding(h http.Header, offers []string) string {
 	for _, line := range h.Values("Accept-Encoding") {
 		for _, s := range strings.Split(line, ",") {
 			value, params, _ := strings.Cut(s, ";")
-			value = strings.ToLower(strings.TrimSpace(value))
+			value = strings.TrimSpace(value) // case-sensitive, as promhttp compares
 			if value == "" {
 				continue
 			}
