@@ -24,13 +24,17 @@ import (
 // The view changes once per sample tick, but Prometheus (and every dashboard, and a
 // second Prometheus) scrapes it many times in between, each asking for the same format.
 // So the vram_* families of a view are encoded at most once per (format, compression),
-// on the first scrape that asks for it, and served as bytes until the next view; only
-// what really changes per scrape (the Go runtime and process collectors, promhttp_*,
-// the push server's counters) is encoded per scrape, and it is small.
+// on the first scrape that asks for it, and served as bytes until the next view. The Go
+// runtime, process and build info collectors (ScrapeOptions.Sampled) go into the same
+// block: they were most of a scrape's cost (the process collector reads five procfs
+// files, two of them large), and gathered once per view they are at most one tick old,
+// like every vram_* value. Only what counts scrapes or the push server's traffic
+// (ScrapeOptions.Others: promhttp_*; the live vram_push_* families) is encoded per
+// scrape, and it is small.
 //
 // The per-scrape families are written around the cached block, not merged into it:
-// those sorting before the block's first family (go_*, process_*, promhttp_*) before
-// it, the rest (vram_exporter_build_info and the live vram_push_* families) after it.
+// those sorting before the block's first family before it, the rest (promhttp_*, the
+// live vram_push_* families) after it.
 // The text formats only ask that a family's lines stay together, which they do; the
 // family order is the only difference from promhttp's output. For gzip the cached block
 // is a run of raw deflate blocks ending in a sync flush, so the per-scrape parts are
@@ -39,9 +43,11 @@ import (
 
 // ScrapeOptions configure a Handler.
 type ScrapeOptions struct {
-	// Others are gathered and encoded on every scrape: the Go runtime, process and build
-	// info Registry, which also holds promhttp_metric_handler_*. Their names must not
-	// clash with vram_* families other than vram_exporter_build_info.
+	// Sampled is gathered with the view, once per view and format, into the cached
+	// block: the Go runtime, process and build info collectors.
+	Sampled prometheus.Gatherer
+	// Others are gathered and encoded on every scrape: promhttp_metric_handler_*.
+	// Neither's names may clash with the vram_* families.
 	Others prometheus.Gatherer
 	// ErrorLog gets gathering and encoding errors, as promhttp's.
 	ErrorLog promhttp.Logger
@@ -104,7 +110,13 @@ func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
 	if opts.MaxRequestsInFlight > 0 {
 		h.sem = make(chan struct{}, opts.MaxRequestsInFlight)
 	}
-	h.slow = promhttp.HandlerForTransactional(NewTransactional(c, opts.Others), promhttp.HandlerOpts{
+	var all prometheus.Gatherers
+	for _, g := range []prometheus.Gatherer{opts.Sampled, opts.Others} {
+		if g != nil {
+			all = append(all, g)
+		}
+	}
+	h.slow = promhttp.HandlerForTransactional(NewTransactional(c, all), promhttp.HandlerOpts{
 		ErrorLog:          opts.ErrorLog,
 		ErrorHandling:     promhttp.ContinueOnError,
 		Timeout:           opts.Timeout,
@@ -233,6 +245,14 @@ func (h *Handler) fill(v *join.View, key cacheKey, e *encoded) {
 	em := newEmitter()
 	h.c.gatherView(em, v)
 	mfs := em.families()
+	if h.opts.Sampled != nil {
+		sampled, err := h.opts.Sampled.Gather()
+		if err != nil {
+			h.logf("error gathering metrics:", err)
+		}
+		mfs = append(mfs, sampled...)
+		sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+	}
 	var buf bytes.Buffer
 	enc := expfmt.NewEncoder(&buf, key.format)
 	for _, mf := range mfs {

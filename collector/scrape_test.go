@@ -74,7 +74,7 @@ func newScrapeRig(t testing.TB, v *join.View, om bool) *scrapeRig {
 	r := &scrapeRig{views: newSwapView(v), push: &mutablePush{s: fixturePushStats()}}
 	c := New(r.views, r.push, zap.NewNop()).WithNow(func() time.Time { return now })
 	others := othersRegistry()
-	r.h = NewHandler(c, ScrapeOptions{Others: others, MaxRequestsInFlight: 8, EnableOpenMetrics: om})
+	r.h = NewHandler(c, ScrapeOptions{Sampled: others, MaxRequestsInFlight: 8, EnableOpenMetrics: om})
 	r.slow = promhttp.HandlerForTransactional(NewTransactional(c, others), promhttp.HandlerOpts{EnableOpenMetrics: om})
 	return r
 }

@@ -74,8 +74,12 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 // reg's (Go runtime, process, build info and promhttp_*) per scrape.
 func newMetricsHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, reg *prometheus.Registry, logger *zap.Logger) http.Handler {
 	c := collector.New(joiner, ps, logger.Named("collector")).WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes)
-	return promhttp.InstrumentMetricHandler(reg, collector.NewHandler(c, collector.ScrapeOptions{
-		Others:              reg,
+	// promhttp_* count scrapes, so they live in a registry of their own, gathered per
+	// scrape; reg's collectors are gathered once per view with the vram_* families.
+	handlerReg := prometheus.NewRegistry()
+	return promhttp.InstrumentMetricHandler(handlerReg, collector.NewHandler(c, collector.ScrapeOptions{
+		Sampled:             reg,
+		Others:              handlerReg,
 		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
 		MaxRequestsInFlight: 8,
 		Timeout:             10 * time.Second,
