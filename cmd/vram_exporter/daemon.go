@@ -173,7 +173,8 @@ func newSources(cfg config.Config, logger *zap.Logger) (*sources, error) {
 	case err != nil:
 		return nil, fmt.Errorf("process facts: %w", err)
 	default:
-		s.facts = facts
+		// Read once per process what does not change while it lives; stat per tick.
+		s.facts = procinfo.NewCache(facts, s.clock)
 	}
 	if cfg.Push.Socket != "" {
 		s.store = push.NewStore(cfg.Push.TTL, cfg.Push.MaxConnections, s.clock)
