@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"runtime"
+	"runtime/metrics"
 	"sort"
 	"strings"
 	"sync"
@@ -334,5 +336,60 @@ func TestCRC32Combine(t *testing.T) {
 		if got := crc32Combine(crc32.ChecksumIEEE(a), crc32.ChecksumIEEE(b), int64(len(b))); got != want {
 			t.Errorf("len %d: %08x, want %08x", n, got, want)
 		}
+	}
+}
+
+// liveHeap is the heap still reachable after two collections.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// Issue 11: after a large view is replaced by a small one, the memory it needed goes
+// back: nothing keeps the large view's encodings or series storage.
+func TestHandlerMemoryReturnsAfterALargeView(t *testing.T) {
+	r := newScrapeRig(t, fixtureView(), false)
+	scrape := func() {
+		for _, enc := range []string{"", "gzip"} {
+			if w := get(t, r.h, "/metrics", map[string]string{"Accept-Encoding": enc}); w.Code != 200 {
+				t.Fatal(w.Code)
+			}
+		}
+	}
+	scrape()
+	base := liveHeap()
+	r.views.p.Store(scrapeView(8, 64, true))
+	scrape()
+	big := liveHeap()
+	r.views.p.Store(fixtureView())
+	scrape()
+	after := liveHeap()
+	t.Logf("live heap: %d KiB with a small view, %d KiB with 8x64, %d KiB after", base>>10, big>>10, after>>10)
+	if big < base+1<<20 {
+		t.Fatalf("the large view does not show in the heap (%d → %d): the measure cannot fail", base, big)
+	}
+	if after > base+(big-base)/4 {
+		t.Fatalf("live heap %d KiB after the large view went, %d KiB before it came", after>>10, base>>10)
+	}
+}
+
+// The pooled emitter behind name[] scrapes keeps only what its last scrape needed.
+func TestPooledEmitterTrimsToItsLastUse(t *testing.T) {
+	c := New(staticView{}, nil, zap.NewNop())
+	e := newEmitter()
+	c.gatherView(e, scrapeView(8, 64, true))
+	e.reset()
+	e.trim()
+	large := e.retained()
+	c.gatherView(e, fixtureView())
+	e.reset()
+	e.trim()
+	small := e.retained()
+	t.Logf("retained: %d KiB after 8x64, %d KiB after the small view", large>>10, small>>10)
+	if large < 1<<20 || small > large/20 {
+		t.Fatalf("retained %d bytes after a small scrape, %d after a large one", small, large)
 	}
 }

@@ -73,6 +73,7 @@ func runDaemon(ctx context.Context, valid config.Valid, stderr io.Writer) int {
 // a failed start leaves no socket file behind.
 func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	logger.Info("starting vram_exporter", zap.String("version", version.Info()), zap.String("build", version.BuildContext()))
+	limitMemory(logger)
 
 	src, err := newSources(cfg, logger)
 	if err != nil {
@@ -121,6 +122,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		wg.Go(func() { loop(ctx) })
 	}
 	wg.Go(func() { joiner.Run(ctx) })
+	wg.Go(func() { returnMemory(ctx) })
 	if pushes != nil {
 		wg.Go(func() {
 			if err := pushes.Serve(ctx); err != nil && ctx.Err() == nil {
