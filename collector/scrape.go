@@ -62,13 +62,14 @@ type ScrapeOptions struct {
 
 // Handler serves /metrics from the latest view: see the comment above.
 type Handler struct {
-	c       *Collector
-	opts    ScrapeOptions
-	formats []expfmt.Format
-	offers  []string
-	sem     chan struct{}
-	slow    http.Handler // promhttp over Transactional: name[] filters, and the fallback
-	bufs    sync.Pool    // *scrapeBuf
+	c        *Collector
+	opts     ScrapeOptions
+	formats  []expfmt.Format
+	offers   []string
+	sem      chan struct{}
+	slow     http.Handler // promhttp over Transactional: name[] filters, and the fallback
+	bufs     sync.Pool    // *scrapeBuf
+	emitters sync.Pool    // *emitter for the cached blocks
 
 	onBuild func() // tests: called for every view gathered
 
@@ -123,6 +124,7 @@ func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
 		EnableOpenMetrics: opts.EnableOpenMetrics,
 	})
 	h.bufs.New = func() any { return &scrapeBuf{em: newEmitter()} }
+	h.emitters.New = func() any { return newEmitter() }
 	return h
 }
 
@@ -237,12 +239,17 @@ func (h *Handler) fill(v *join.View, key cacheKey, e *encoded) {
 		e.body, e.crc, e.size, e.first = buf.Bytes(), crc32.ChecksumIEEE(base.body), len(base.body), base.first
 		return
 	}
-	// A fresh emitter, not a pooled one: a view is encoded once per tick, and memory a
-	// large view needed goes back with it instead of staying in a pool.
 	if h.onBuild != nil {
 		h.onBuild()
 	}
-	em := newEmitter()
+	// A pooled emitter, trimmed after use to what this view needed: memory a large view
+	// needed goes back once the views are small again.
+	em := h.emitters.Get().(*emitter)
+	defer func() {
+		em.reset()
+		em.trim()
+		h.emitters.Put(em)
+	}()
 	h.c.gatherView(em, v)
 	mfs := em.families()
 	if h.opts.Sampled != nil {
