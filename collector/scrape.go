@@ -6,16 +6,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/vram-exporter/vram_exporter/join"
@@ -29,8 +32,9 @@ import (
 // block: they were most of a scrape's cost (the process collector reads five procfs
 // files, two of them large), and gathered once per view they are at most one tick old,
 // like every vram_* value. Only what counts scrapes or the push server's traffic
-// (ScrapeOptions.Others: promhttp_*; the live vram_push_* families) is encoded per
-// scrape, and it is small.
+// (promhttp_metric_handler_*, the live vram_push_* families) is encoded per scrape, and
+// it is small. The Handler counts its own scrapes under promhttp.InstrumentMetricHandler's
+// names, HELP and semantics: that wrapper's Registry gather was a fifth of a scrape.
 //
 // The per-scrape families are written around the cached block, not merged into it:
 // those sorting before the block's first family before it, the rest (promhttp_*, the
@@ -46,8 +50,8 @@ type ScrapeOptions struct {
 	// Sampled is gathered with the view, once per view and format, into the cached
 	// block: the Go runtime, process and build info collectors.
 	Sampled prometheus.Gatherer
-	// Others are gathered and encoded on every scrape: promhttp_metric_handler_*.
-	// Neither's names may clash with the vram_* families.
+	// Others are gathered and encoded on every scrape; nil in the daemon. Neither's
+	// names may clash with the vram_* or promhttp_metric_handler_* families.
 	Others prometheus.Gatherer
 	// ErrorLog gets gathering and encoding errors, as promhttp's.
 	ErrorLog promhttp.Logger
@@ -72,6 +76,14 @@ type Handler struct {
 	emitters sync.Pool    // *emitter for the cached blocks
 
 	onBuild func() // tests: called for every view gathered
+
+	// As promhttp.InstrumentMetricHandler: scrapes by status code once they are done,
+	// and scrapes being served, this one included.
+	inFlight atomic.Int64
+	codesMu  sync.Mutex
+	codes    map[int]uint64
+	reqDesc  *metricDesc
+	flyDesc  *metricDesc
 
 	mu    sync.Mutex
 	view  *join.View
@@ -111,7 +123,7 @@ func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
 	if opts.MaxRequestsInFlight > 0 {
 		h.sem = make(chan struct{}, opts.MaxRequestsInFlight)
 	}
-	var all prometheus.Gatherers
+	all := prometheus.Gatherers{scrapeCounts{h}}
 	for _, g := range []prometheus.Gatherer{opts.Sampled, opts.Others} {
 		if g != nil {
 			all = append(all, g)
@@ -125,11 +137,24 @@ func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
 	})
 	h.bufs.New = func() any { return &scrapeBuf{em: newEmitter()} }
 	h.emitters.New = func() any { return newEmitter() }
+	h.codes = map[int]uint64{200: 0, 500: 0, 503: 0} // promhttp initialises these
+	h.reqDesc = newMetricDesc("promhttp_metric_handler_requests_total", "Total number of scrapes by HTTP status code.", dto.MetricType_COUNTER, "code")
+	h.flyDesc = newMetricDesc("promhttp_metric_handler_requests_in_flight", "Current number of scrapes being served.", dto.MetricType_GAUGE)
 	return h
 }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
+	h.inFlight.Add(1)
+	code := h.serve(rsp, req)
+	h.inFlight.Add(-1)
+	h.codesMu.Lock()
+	h.codes[code]++
+	h.codesMu.Unlock()
+}
+
+// serve answers one scrape and returns its status code.
+func (h *Handler) serve(rsp http.ResponseWriter, req *http.Request) int {
 	if h.sem != nil {
 		select {
 		case h.sem <- struct{}{}:
@@ -137,20 +162,18 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 		default:
 			http.Error(rsp, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", h.opts.MaxRequestsInFlight),
 				http.StatusServiceUnavailable)
-			return
+			return http.StatusServiceUnavailable
 		}
 	}
 	if req.URL != nil && len(req.URL.Query()["name[]"]) > 0 {
-		h.slow.ServeHTTP(rsp, req)
-		return
+		return h.serveSlow(rsp, req)
 	}
 	format := expfmt.NegotiateAccept(req.Header, h.formats...)
 	enc := negotiateEncoding(req.Header, h.offers)
 	v, block := h.lookup(cacheKey{format, enc})
 	if block.err != nil {
 		h.logf("error encoding the view, serving through promhttp:", block.err)
-		h.slow.ServeHTTP(rsp, req)
-		return
+		return h.serveSlow(rsp, req)
 	}
 	b := h.bufs.Get().(*scrapeBuf)
 	defer h.putBuf(b)
@@ -170,9 +193,54 @@ func (h *Handler) ServeHTTP(rsp http.ResponseWriter, req *http.Request) {
 	hdr.Set("Content-Length", strconv.Itoa(len(parts[0])+len(parts[1])+len(parts[2])))
 	for _, p := range parts {
 		if _, err := rsp.Write(p); err != nil {
-			return // the scraper went away; promhttp does not count that either
+			break // the scraper went away; promhttp counts that as a 200 too
 		}
 	}
+	return http.StatusOK
+}
+
+// serveSlow serves through promhttp, noting the status code it sends.
+func (h *Handler) serveSlow(rsp http.ResponseWriter, req *http.Request) int {
+	sr := &statusRecorder{ResponseWriter: rsp, code: http.StatusOK}
+	h.slow.ServeHTTP(sr, req)
+	return sr.code
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.code, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(p)
+}
+
+// scrapeCounts gathers the Handler's promhttp_metric_handler_* families for promhttp.
+type scrapeCounts struct{ h *Handler }
+
+func (s scrapeCounts) Gather() ([]*dto.MetricFamily, error) {
+	e := newEmitter()
+	s.h.collectScrapes(e)
+	return e.families(), nil
+}
+
+// collectScrapes adds the promhttp_metric_handler_* families.
+func (h *Handler) collectScrapes(e *emitter) {
+	h.codesMu.Lock()
+	for code, n := range h.codes {
+		e.counter(h.reqDesc, float64(n), strconv.Itoa(code))
+	}
+	h.codesMu.Unlock()
+	e.gauge(h.flyDesc, float64(h.inFlight.Load()))
 }
 
 func (h *Handler) logf(msg string, err error) {
@@ -287,7 +355,7 @@ type scrapeBuf struct {
 	em             *emitter
 	prefix, suffix bytes.Buffer
 	gzHead, gzTail bytes.Buffer
-	fw             *flate.Writer
+	fw, store      *flate.Writer
 }
 
 // maxKeptBuf is the largest scratch buffer a pooled scrapeBuf keeps: the per-scrape
@@ -311,6 +379,7 @@ func (h *Handler) putBuf(b *scrapeBuf) {
 func (h *Handler) encodeLive(b *scrapeBuf, v *join.View, format expfmt.Format, first string) {
 	b.em.reset()
 	h.c.gatherLive(b.em, v)
+	h.collectScrapes(b.em)
 	mfs := b.em.families()
 	if h.opts.Others != nil {
 		others, err := h.opts.Others.Gather()
@@ -344,26 +413,48 @@ var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}
 // gzip returns one gzip member: header and deflated prefix, the cached block, deflated
 // suffix and trailer.
 func (b *scrapeBuf) gzip(block *encoded) [3][]byte {
-	if b.fw == nil {
-		b.fw, _ = flate.NewWriter(nil, flate.BestSpeed)
-	}
 	b.gzHead.Write(gzipHeader)
 	if b.prefix.Len() > 0 {
-		b.fw.Reset(&b.gzHead)
-		_, _ = b.fw.Write(b.prefix.Bytes())
-		_ = b.fw.Flush()
+		fw := b.writer(b.prefix.Len(), &b.gzHead)
+		_, _ = fw.Write(b.prefix.Bytes())
+		_ = fw.Flush()
 	}
-	b.fw.Reset(&b.gzTail)
-	_, _ = b.fw.Write(b.suffix.Bytes())
-	_ = b.fw.Close() // the final block
-	crc := crc32.ChecksumIEEE(b.prefix.Bytes())
-	crc = crc32Combine(crc, block.crc, int64(block.size))
+	fw := b.writer(b.suffix.Len(), &b.gzTail)
+	_, _ = fw.Write(b.suffix.Bytes())
+	_ = fw.Close() // the final block
+	// The daemon's per-scrape families all sort after the block's first, so there is
+	// no prefix and the block's CRC just continues over the suffix.
+	crc := block.crc
+	if b.prefix.Len() > 0 {
+		crc = crc32Combine(crc32.ChecksumIEEE(b.prefix.Bytes()), block.crc, int64(block.size))
+	}
 	crc = crc32.Update(crc, crc32.IEEETable, b.suffix.Bytes())
 	var trailer [8]byte
 	binary.LittleEndian.PutUint32(trailer[:4], crc)
 	binary.LittleEndian.PutUint32(trailer[4:], uint32(b.prefix.Len()+block.size+b.suffix.Len()))
 	b.gzTail.Write(trailer[:])
 	return [3][]byte{b.gzHead.Bytes(), block.body, b.gzTail.Bytes()}
+}
+
+// storeBelow is the size under which a per-scrape part is stored, not compressed: a
+// few kilobytes of promhttp_* and push counters cost more to Huffman-code (≈ 5 µs, most
+// of a scrape) than their bytes cost to send.
+const storeBelow = 8 << 10
+
+// writer returns a flate writer onto w suited to n bytes of input.
+func (b *scrapeBuf) writer(n int, w io.Writer) *flate.Writer {
+	if n < storeBelow {
+		if b.store == nil {
+			b.store, _ = flate.NewWriter(nil, flate.NoCompression)
+		}
+		b.store.Reset(w)
+		return b.store
+	}
+	if b.fw == nil {
+		b.fw, _ = flate.NewWriter(nil, flate.BestSpeed)
+	}
+	b.fw.Reset(w)
+	return b.fw
 }
 
 // negotiateEncoding picks the content coding as promhttp does: the offer with the

@@ -93,8 +93,7 @@ func BenchmarkServe(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					views := newSwapView(scrapeView(sz.gpus, sz.procs, true))
 					c := New(views, staticPush{S: fixturePushStats()}, zap.NewNop()).WithNow(func() time.Time { return now })
-					reg, handlerReg := benchRegistry(), prometheus.NewRegistry()
-					h := promhttp.InstrumentMetricHandler(handlerReg, benchHandler(c, reg, handlerReg))
+					h := benchHandler(c, benchRegistry())
 					req := scrapeRequest(cd.accept)
 					w := &discardWriter{header: http.Header{}}
 					next := views.Latest()
@@ -124,8 +123,7 @@ func BenchmarkServeConcurrent(b *testing.B) {
 			b.Run(sz.name+"/"+cd.name, func(b *testing.B) {
 				views := newSwapView(scrapeView(sz.gpus, sz.procs, true))
 				c := New(views, staticPush{S: fixturePushStats()}, zap.NewNop()).WithNow(func() time.Time { return now })
-				reg, handlerReg := benchRegistry(), prometheus.NewRegistry()
-				h := promhttp.InstrumentMetricHandler(handlerReg, benchHandler(c, reg, handlerReg))
+				h := benchHandler(c, benchRegistry())
 				b.SetParallelism(max(1, 8/runtimeProcs()))
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {

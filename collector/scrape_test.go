@@ -77,7 +77,10 @@ func newScrapeRig(t testing.TB, v *join.View, om bool) *scrapeRig {
 	c := New(r.views, r.push, zap.NewNop()).WithNow(func() time.Time { return now })
 	others := othersRegistry()
 	r.h = NewHandler(c, ScrapeOptions{Sampled: others, MaxRequestsInFlight: 8, EnableOpenMetrics: om})
-	r.slow = promhttp.HandlerForTransactional(NewTransactional(c, others), promhttp.HandlerOpts{EnableOpenMetrics: om})
+	// Today's path: promhttp instrumenting itself into a registry served next to others.
+	handlerReg := prometheus.NewRegistry()
+	r.slow = promhttp.InstrumentMetricHandler(handlerReg, promhttp.HandlerForTransactional(
+		NewTransactional(c, prometheus.Gatherers{others, handlerReg}), promhttp.HandlerOpts{EnableOpenMetrics: om}))
 	return r
 }
 
@@ -391,5 +394,32 @@ func TestPooledEmitterTrimsToItsLastUse(t *testing.T) {
 	t.Logf("retained: %d KiB after 8x64, %d KiB after the small view", large>>10, small>>10)
 	if large < 1<<20 || small > large/20 {
 		t.Fatalf("retained %d bytes after a small scrape, %d after a large one", small, large)
+	}
+}
+
+// The handler counts its scrapes as promhttp.InstrumentMetricHandler would: done scrapes
+// by code (the in-flight limit's 503s and name[] scrapes included), and the scrapes being
+// served, the current one included.
+func TestHandlerCountsScrapesAsPromhttp(t *testing.T) {
+	r := newScrapeRig(t, fixtureView(), false)
+	get(t, r.h, "/metrics", nil)
+	get(t, r.h, "/metrics?name[]=vram_nvml_up", nil)
+	for range cap(r.h.sem) {
+		r.h.sem <- struct{}{}
+	}
+	get(t, r.h, "/metrics", nil)
+	for range cap(r.h.sem) {
+		<-r.h.sem
+	}
+	b := body(t, get(t, r.h, "/metrics", map[string]string{"Accept-Encoding": "gzip"}))
+	for _, want := range []string{
+		"\npromhttp_metric_handler_requests_total{code=\"200\"} 2\n",
+		"\npromhttp_metric_handler_requests_total{code=\"500\"} 0\n",
+		"\npromhttp_metric_handler_requests_total{code=\"503\"} 1\n",
+		"\npromhttp_metric_handler_requests_in_flight 1\n",
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("missing %q", strings.TrimSpace(want))
+		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
@@ -74,16 +73,14 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 // reg's (Go runtime, process, build info and promhttp_*) per scrape.
 func newMetricsHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, reg *prometheus.Registry, logger *zap.Logger) http.Handler {
 	c := collector.New(joiner, ps, logger.Named("collector")).WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes)
-	// promhttp_* count scrapes, so they live in a registry of their own, gathered per
-	// scrape; reg's collectors are gathered once per view with the vram_* families.
-	handlerReg := prometheus.NewRegistry()
-	return promhttp.InstrumentMetricHandler(handlerReg, collector.NewHandler(c, collector.ScrapeOptions{
+	// reg's collectors are gathered once per view with the vram_* families; the handler
+	// counts its scrapes itself (promhttp_metric_handler_*).
+	return collector.NewHandler(c, collector.ScrapeOptions{
 		Sampled:             reg,
-		Others:              handlerReg,
 		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
 		MaxRequestsInFlight: 8,
 		Timeout:             10 * time.Second,
-	}))
+	})
 }
 
 // newAPIHandler serves /api/v1/… (docs/api.md) from the joined view.
