@@ -85,9 +85,10 @@ type Handler struct {
 	reqDesc  *metricDesc
 	flyDesc  *metricDesc
 
-	mu    sync.Mutex
-	view  *join.View
-	cache map[cacheKey]*encoded
+	mu      sync.Mutex
+	accepts map[string]expfmt.Format
+	view    *join.View
+	cache   map[cacheKey]*encoded
 }
 
 // Content codings the Handler offers, in promhttp's order.
@@ -137,6 +138,7 @@ func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
 	})
 	h.bufs.New = func() any { return &scrapeBuf{em: newEmitter()} }
 	h.emitters.New = func() any { return newEmitter() }
+	h.accepts = map[string]expfmt.Format{}
 	h.codes = map[int]uint64{200: 0, 500: 0, 503: 0} // promhttp initialises these
 	h.reqDesc = newMetricDesc("promhttp_metric_handler_requests_total", "Total number of scrapes by HTTP status code.", dto.MetricType_COUNTER, "code")
 	h.flyDesc = newMetricDesc("promhttp_metric_handler_requests_in_flight", "Current number of scrapes being served.", dto.MetricType_GAUGE)
@@ -168,7 +170,7 @@ func (h *Handler) serve(rsp http.ResponseWriter, req *http.Request) int {
 	if req.URL != nil && len(req.URL.Query()["name[]"]) > 0 {
 		return h.serveSlow(rsp, req)
 	}
-	format := expfmt.NegotiateAccept(req.Header, h.formats...)
+	format := h.negotiateFormat(req.Header)
 	enc := negotiateEncoding(req.Header, h.offers)
 	v, block := h.lookup(cacheKey{format, enc})
 	if block.err != nil {
@@ -190,7 +192,16 @@ func (h *Handler) serve(rsp http.ResponseWriter, req *http.Request) int {
 	} else {
 		parts = [3][]byte{b.prefix.Bytes(), block.body, b.suffix.Bytes()}
 	}
-	hdr.Set("Content-Length", strconv.Itoa(len(parts[0])+len(parts[1])+len(parts[2])))
+	n := len(parts[0]) + len(parts[1]) + len(parts[2])
+	hdr.Set("Content-Length", strconv.Itoa(n))
+	if n <= maxKeptBuf {
+		// One write, one syscall on the socket: three cost more than the copy.
+		b.whole.Grow(n)
+		for _, p := range parts {
+			b.whole.Write(p)
+		}
+		parts = [3][]byte{b.whole.Bytes()}
+	}
 	for _, p := range parts {
 		if _, err := rsp.Write(p); err != nil {
 			break // the scraper went away; promhttp counts that as a 200 too
@@ -198,6 +209,29 @@ func (h *Handler) serve(rsp http.ResponseWriter, req *http.Request) int {
 	}
 	return http.StatusOK
 }
+
+// negotiateFormat is expfmt.NegotiateAccept, remembered per Accept header: a scraper
+// sends the same one every time, and parsing it was a tenth of a scrape.
+func (h *Handler) negotiateFormat(hdr http.Header) expfmt.Format {
+	accept := strings.Join(hdr.Values("Accept"), ",")
+	h.mu.Lock()
+	f, ok := h.accepts[accept]
+	h.mu.Unlock()
+	if ok {
+		return f
+	}
+	f = expfmt.NegotiateAccept(hdr, h.formats...)
+	h.mu.Lock()
+	if len(h.accepts) >= maxAccepts {
+		clear(h.accepts) // a scraper sending odd headers must not grow it
+	}
+	h.accepts[accept] = f
+	h.mu.Unlock()
+	return f
+}
+
+// maxAccepts bounds the remembered Accept headers.
+const maxAccepts = 32
 
 // serveSlow serves through promhttp, noting the status code it sends.
 func (h *Handler) serveSlow(rsp http.ResponseWriter, req *http.Request) int {
@@ -355,6 +389,7 @@ type scrapeBuf struct {
 	em             *emitter
 	prefix, suffix bytes.Buffer
 	gzHead, gzTail bytes.Buffer
+	whole          bytes.Buffer // the response, when small enough to write at once
 	fw, store      *flate.Writer
 }
 
@@ -363,7 +398,7 @@ type scrapeBuf struct {
 const maxKeptBuf = 256 << 10
 
 func (h *Handler) putBuf(b *scrapeBuf) {
-	for _, buf := range []*bytes.Buffer{&b.prefix, &b.suffix, &b.gzHead, &b.gzTail} {
+	for _, buf := range []*bytes.Buffer{&b.prefix, &b.suffix, &b.gzHead, &b.gzTail, &b.whole} {
 		if buf.Cap() > maxKeptBuf {
 			*buf = bytes.Buffer{}
 		}
@@ -462,6 +497,15 @@ func (b *scrapeBuf) writer(n int, w io.Writer) *flate.Writer {
 // promhttp's own negotiation is internal to client_golang; TestNegotiateEncodingAsPromhttp
 // holds the two together.
 func negotiateEncoding(h http.Header, offers []string) string {
+	if v := h.Values("Accept-Encoding"); len(v) == 1 && !strings.ContainsAny(v[0], ",;* ") {
+		// One coding, no q: what Prometheus sends ("gzip").
+		for _, o := range offers {
+			if o == v[0] {
+				return o
+			}
+		}
+		return encIdentity
+	}
 	type spec struct {
 		value string
 		q     float64
