@@ -167,7 +167,7 @@ func (h *Handler) serve(rsp http.ResponseWriter, req *http.Request) int {
 			return http.StatusServiceUnavailable
 		}
 	}
-	if req.URL != nil && len(req.URL.Query()["name[]"]) > 0 {
+	if req.URL != nil && req.URL.RawQuery != "" && len(req.URL.Query()["name[]"]) > 0 {
 		return h.serveSlow(rsp, req)
 	}
 	format := h.negotiateFormat(req.Header)
@@ -423,6 +423,21 @@ func (h *Handler) encodeLive(b *scrapeBuf, v *join.View, format expfmt.Format, f
 		}
 		mfs = append(mfs, others...)
 		sort.Slice(mfs, func(i, j int) bool { return mfs[i].GetName() < mfs[j].GetName() })
+	}
+	if format.FormatType() == expfmt.TypeTextPlain {
+		// What Prometheus asks for by default. The encoder would escape every family
+		// into a copy first; the names here are all valid legacy names, which every
+		// escaping scheme leaves as they are.
+		for _, mf := range mfs {
+			buf := &b.suffix
+			if mf.GetName() < first {
+				buf = &b.prefix
+			}
+			if _, err := expfmt.MetricFamilyToText(buf, mf); err != nil {
+				h.logf("error encoding and sending metric family:", err)
+			}
+		}
+		return
 	}
 	pre, suf := expfmt.NewEncoder(&b.prefix, format), expfmt.NewEncoder(&b.suffix, format)
 	for _, mf := range mfs {
