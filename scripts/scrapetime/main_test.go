@@ -3,10 +3,22 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary stand in for the program as -memory's server process.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "-serve" {
+		if err := serveBytes(os.Args[2]); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
 
 func TestPercentile(t *testing.T) {
 	var ds []time.Duration
