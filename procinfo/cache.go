@@ -17,8 +17,8 @@ import (
 // them cannot change while the process lives: its command line, cgroup (container and
 // pod) and start time. Cache reads those once per (PID, start time) and afterwards only
 // /proc/PID/stat, one small file, for what does change (RSS) and to notice that a PID
-// now names another process. Reading all four files through procfs every tick was most
-// of the daemon's idle CPU with many processes.
+// now names another process: one open, read and close per process per tick instead of
+// three files through procfs (BenchmarkFactsCached: about an eighth of the time).
 
 // DefaultForget is how long Cache remembers a process it is no longer asked about.
 const DefaultForget = time.Minute
