@@ -16,8 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	// zstd for the name[] path too, so both offer the same codings.
+	_ "github.com/prometheus/client_golang/prometheus/promhttp/zstd"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
@@ -95,7 +98,18 @@ type Handler struct {
 const (
 	encIdentity = "identity"
 	encGzip     = "gzip"
+	encZstd     = "zstd"
 )
+
+// zstdEncoder compresses at promhttp's level. Frames concatenate into a valid zstd
+// stream, so the cached block is one frame and each per-scrape part another.
+var zstdEncoder = sync.OnceValue(func() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	if err != nil {
+		panic("collector: zstd encoder: " + err.Error()) // only for invalid options
+	}
+	return e
+})
 
 type cacheKey struct {
 	format expfmt.Format
@@ -106,7 +120,7 @@ type cacheKey struct {
 type encoded struct {
 	ready chan struct{} // closed once the fields below are set
 	// body is the encoded block: text (or protobuf) for identity, raw deflate blocks
-	// ending in a sync flush for gzip.
+	// ending in a sync flush for gzip, one frame for zstd.
 	body  []byte
 	crc   uint32 // gzip: CRC-32 of the identity block
 	size  int    // gzip: length of the identity block
@@ -116,7 +130,7 @@ type encoded struct {
 
 // NewHandler returns the /metrics handler for c.
 func NewHandler(c *Collector, opts ScrapeOptions) *Handler {
-	h := &Handler{c: c, opts: opts, offers: []string{encIdentity, encGzip}}
+	h := &Handler{c: c, opts: opts, offers: []string{encIdentity, encGzip, encZstd}}
 	h.formats = expfmt.DefaultAcceptedFormats()
 	if opts.EnableOpenMetrics {
 		h.formats = expfmt.DefaultOpenMetricsAcceptedFormats()
@@ -186,10 +200,14 @@ func (h *Handler) serve(rsp http.ResponseWriter, req *http.Request) int {
 	hdr.Add("Vary", "Accept-Encoding")
 	hdr.Set("Content-Type", string(format))
 	var parts [3][]byte
-	if enc == encGzip {
+	switch enc {
+	case encGzip:
 		hdr.Set("Content-Encoding", encGzip)
 		parts = b.gzip(block)
-	} else {
+	case encZstd:
+		hdr.Set("Content-Encoding", encZstd)
+		parts = b.zstd(block)
+	default:
 		parts = [3][]byte{b.prefix.Bytes(), block.body, b.suffix.Bytes()}
 	}
 	n := len(parts[0]) + len(parts[1]) + len(parts[2])
@@ -326,6 +344,15 @@ func (h *Handler) fill(v *join.View, key cacheKey, e *encoded) {
 		}
 		close(e.ready)
 	}()
+	if key.enc == encZstd {
+		base := h.entry(v, cacheKey{key.format, encIdentity})
+		if base.err != nil {
+			e.err = base.err
+			return
+		}
+		e.body, e.first = zstdEncoder().EncodeAll(base.body, nil), base.first
+		return
+	}
 	if key.enc == encGzip {
 		base := h.entry(v, cacheKey{key.format, encIdentity})
 		if base.err != nil {
@@ -484,6 +511,18 @@ func (b *scrapeBuf) gzip(block *encoded) [3][]byte {
 	binary.LittleEndian.PutUint32(trailer[4:], uint32(b.prefix.Len()+block.size+b.suffix.Len()))
 	b.gzTail.Write(trailer[:])
 	return [3][]byte{b.gzHead.Bytes(), block.body, b.gzTail.Bytes()}
+}
+
+// zstd returns a zstd stream: a frame for the prefix (if any), the cached block's frame
+// and one for the suffix.
+func (b *scrapeBuf) zstd(block *encoded) [3][]byte {
+	enc := zstdEncoder()
+	var head []byte
+	if b.prefix.Len() > 0 {
+		head = enc.EncodeAll(b.prefix.Bytes(), b.gzHead.AvailableBuffer())
+	}
+	tail := enc.EncodeAll(b.suffix.Bytes(), b.gzTail.AvailableBuffer())
+	return [3][]byte{head, block.body, tail}
 }
 
 // storeBelow is the size under which a per-scrape part is stored, not compressed: a

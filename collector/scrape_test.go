@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -99,7 +100,20 @@ func get(t testing.TB, h http.Handler, target string, hdr map[string]string) *ht
 // single gzip member (readers that stop after the first member see everything).
 func body(t testing.TB, w *httptest.ResponseRecorder) string {
 	t.Helper()
-	if w.Header().Get("Content-Encoding") != "gzip" {
+	switch w.Header().Get("Content-Encoding") {
+	case "gzip":
+	case "zstd":
+		zr, err := zstd.NewReader(bytes.NewReader(w.Body.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		out, err := io.ReadAll(zr) // every frame
+		if err != nil {
+			t.Fatalf("zstd body does not decode: %v", err)
+		}
+		return string(out)
+	default:
 		return w.Body.String()
 	}
 	br := bytes.NewReader(w.Body.Bytes())
@@ -153,6 +167,8 @@ func TestHandlerMatchesPromhttp(t *testing.T) {
 		{"prometheus", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5", "gzip", false},
 		{"openmetrics", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5", "", true},
 		{"openmetrics gzip", "application/openmetrics-text;version=1.0.0", "gzip", true},
+		{"zstd", "", "zstd", false},
+		{"openmetrics zstd", "application/openmetrics-text;version=1.0.0", "zstd;q=1, gzip;q=0.5", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newScrapeRig(t, fixtureView(), tc.om)
@@ -306,7 +322,8 @@ func TestHandlerInFlightLimit(t *testing.T) {
 func TestNegotiateEncodingAsPromhttp(t *testing.T) {
 	slow := promhttp.HandlerFor(prometheus.NewRegistry(), promhttp.HandlerOpts{})
 	for _, in := range []string{"", "gzip", "GZIP", "gzip, identity", "identity;q=0.5, gzip", "*", "gzip;q=0",
-		"br, zstd", "deflate, gzip;q=1.0, *", "gzip;q=0.2, identity;q=0.1", "identity;q=0, *;q=0"} {
+		"br, zstd", "deflate, gzip;q=1.0, *", "gzip;q=0.2, identity;q=0.1", "identity;q=0, *;q=0",
+		"zstd", "zstd, gzip", "gzip;q=0.5, zstd", "zstd;q=0"} {
 		h := map[string]string{}
 		if in != "" {
 			h["Accept-Encoding"] = in
@@ -319,7 +336,7 @@ func TestNegotiateEncodingAsPromhttp(t *testing.T) {
 		for k, v := range h {
 			hdr.Set(k, v)
 		}
-		if got := negotiateEncoding(hdr, []string{"identity", "gzip"}); got != want {
+		if got := negotiateEncoding(hdr, []string{"identity", "gzip", "zstd"}); got != want {
 			t.Errorf("%q: %s, promhttp %s", in, got, want)
 		}
 	}
