@@ -104,15 +104,6 @@ func (c *Collector) gatherLive(e *emitter, v *join.View) {
 	c.collectPushLive(e, v)
 }
 
-// liveFamily reports whether the family is one gatherLive adds.
-func (c *Collector) liveFamily(name string) bool {
-	switch name {
-	case c.d.pushAge.name, c.d.pushConnections.name, c.d.pushConnectionsTotal.name, c.d.pushMessages.name,
-		c.d.pushBytes.name, c.d.pushRejected.name, c.d.pushDisconnects.name:
-		return true
-	}
-	return false
-}
 
 // Transactional gathers everything afresh into a pooled emitter (its memory is reused
 // once promhttp has encoded the families, signalled by done, and trimmed to what that
