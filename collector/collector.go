@@ -104,7 +104,6 @@ func (c *Collector) gatherLive(e *emitter, v *join.View) {
 	c.collectPushLive(e, v)
 }
 
-
 // Transactional gathers everything afresh into a pooled emitter (its memory is reused
 // once promhttp has encoded the families, signalled by done, and trimmed to what that
 // scrape needed) plus Others' (the Go runtime, process and build info Registry). Use it
