@@ -74,6 +74,14 @@ func (c *Collector) Gather() ([]*dto.MetricFamily, error) {
 
 func (c *Collector) gather(e *emitter) []*dto.MetricFamily {
 	v := c.views.Latest()
+	c.gatherView(e, v)
+	c.gatherLive(e, v)
+	return e.families()
+}
+
+// gatherView adds every family that depends on the view alone: encoded once per view
+// (Handler) and served as bytes until the next sample tick.
+func (c *Collector) gatherView(e *emitter, v *join.View) {
 	sub := []struct {
 		name string
 		fn   func(*emitter, *join.View) bool
@@ -94,13 +102,19 @@ func (c *Collector) gather(e *emitter) []*dto.MetricFamily {
 	}
 	e.gauge(c.d.demo, b2f(v.Demo))
 	c.collectRuntimeInfo(e, v)
-	return e.families()
 }
 
-// Transactional serves /metrics: the vram_* families built into a pooled emitter (its
-// memory is reused once promhttp has encoded them, signalled by done) plus Others' (the
-// Go runtime, process and build info Registry). Use it with
-// promhttp.HandlerForTransactional.
+// gatherLive adds the families that change between sample ticks: the push server's own
+// counters and the age of each sender's last message. They are few (a handful plus one
+// per pushing process), so they are encoded on every scrape.
+func (c *Collector) gatherLive(e *emitter, v *join.View) {
+	c.collectPushLive(e, v)
+}
+
+// Transactional gathers everything afresh into a pooled emitter (its memory is reused
+// once promhttp has encoded the families, signalled by done, and trimmed to what that
+// scrape needed) plus Others' (the Go runtime, process and build info Registry). Use it
+// with promhttp.HandlerForTransactional; the daemon's Handler does, for name[] filters.
 type Transactional struct {
 	C      *Collector
 	Others prometheus.Gatherer
@@ -127,7 +141,11 @@ func (t Transactional) Gather() ([]*dto.MetricFamily, func(), error) {
 		mfs = append(mfs, others...)
 		sort.Slice(mfs, func(a, b int) bool { return mfs[a].GetName() < mfs[b].GetName() })
 	}
-	return mfs, func() { t.pool.Put(e) }, err
+	return mfs, func() {
+		e.reset()
+		e.trim()
+		t.pool.Put(e)
+	}, err
 }
 
 func (c *Collector) collectNVML(e *emitter, v *join.View) bool {
@@ -232,43 +250,41 @@ func (c *Collector) collectRuntime(e *emitter, v *join.View) bool {
 	return true
 }
 
+// collectPush exports what the view says about pushing processes; collectPushLive the
+// rest.
 func (c *Collector) collectPush(e *emitter, v *join.View) bool {
-	now := c.now()
-	type perPID struct {
-		last    time.Time
-		dropped uint64
-	}
-	pids := map[uint32]*perPID{}
+	dropped := map[uint32]uint64{}
 	for _, s := range v.Senders {
-		pp := pids[s.PID]
-		if pp == nil {
-			pp = &perPID{}
-			pids[s.PID] = pp
-		}
-		if s.LastSeen.After(pp.last) {
-			pp.last = s.LastSeen
-		}
-		pp.dropped += s.Msg.ClientDropped
+		dropped[s.PID] += s.Msg.ClientDropped
 	}
-	order := make([]uint32, 0, len(pids))
-	for pid := range pids {
-		order = append(order, pid)
+	for _, pid := range sortedPIDs(dropped) {
+		e.counter(c.d.pushClientDropped, float64(dropped[pid]), pidLabel(pid))
 	}
-	sort.Slice(order, func(a, b int) bool { return order[a] < order[b] })
-	for _, pid := range order {
-		pp := pids[pid]
-		age := now.Sub(pp.last).Seconds()
+	e.gauge(c.d.pushProcesses, float64(len(dropped)))
+	e.gauge(c.d.pushUnknownDevices, float64(v.UnknownDevices))
+	e.counter(c.d.pushPIDReused, float64(v.PIDReusedSenders))
+	return true
+}
+
+// collectPushLive exports the push server's counters and each sender's message age, as
+// of the scrape.
+func (c *Collector) collectPushLive(e *emitter, v *join.View) {
+	now := c.now()
+	last := map[uint32]time.Time{}
+	for _, s := range v.Senders {
+		if t, ok := last[s.PID]; !ok || s.LastSeen.After(t) {
+			last[s.PID] = s.LastSeen
+		}
+	}
+	for _, pid := range sortedPIDs(last) {
+		age := now.Sub(last[pid]).Seconds()
 		if age < 0 {
 			age = 0
 		}
 		e.gauge(c.d.pushAge, age, pidLabel(pid))
-		e.counter(c.d.pushClientDropped, float64(pp.dropped), pidLabel(pid))
 	}
-	e.gauge(c.d.pushProcesses, float64(len(pids)))
-	e.gauge(c.d.pushUnknownDevices, float64(v.UnknownDevices))
-	e.counter(c.d.pushPIDReused, float64(v.PIDReusedSenders))
 	if c.push == nil {
-		return true
+		return
 	}
 	st := c.push.Stats()
 	e.gauge(c.d.pushSeries, float64(st.Series))
@@ -282,7 +298,15 @@ func (c *Collector) collectPush(e *emitter, v *join.View) bool {
 	for _, r := range push.DisconnectReasons() {
 		e.counter(c.d.pushDisconnects, float64(st.Disconnects[r]), r)
 	}
-	return true
+}
+
+func sortedPIDs[V any](m map[uint32]V) []uint32 {
+	out := make([]uint32, 0, len(m))
+	for pid := range m {
+		out = append(out, pid)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
 }
 
 func (c *Collector) collectTrend(e *emitter, v *join.View) bool {

@@ -63,7 +63,7 @@ func newDescs() descs {
 		procUsed:         nd("process_gpu_memory_used_bytes", "GPU memory a process holds as the driver sees it (NVML compute, graphics and MPS lists, deduplicated). pid is a host PID."+sampled, procLabels...),
 		procUnattributed: nd("process_unattributed_bytes", "Driver view minus allocator view: process GPU memory used minus the reserved bytes of its top-level pushed pools. CUDA context, cuBLAS/cuDNN/NCCL workspaces, TensorRT persistent memory, plugins. Negative when an allocator reports more than the driver sees."+sampled, procLabels...),
 		procInfo:         nd("process_info", "Facts about a GPU process from procfs; always 1. Join with `* on(pid) group_left(comm, container_id) vram_process_info`. container_id matches kube-state-metrics.", "pid", "comm", "cmdline", "container_id", "pod_uid"),
-		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs.", "pid"),
+		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs."+sampled, "pid"),
 		procStart:        nd("process_start_time_seconds", "Start time of a GPU process since the Unix epoch; a new value for the same pid is a new process.", "pid"),
 
 		rtAllocated:     nd("runtime_allocated_bytes", "Bytes live tensors/buffers occupy in an allocator pool, as pushed by the process. Nested pools (parent set) are inside their parent.", poolLabels...),
@@ -104,7 +104,7 @@ func newDescs() descs {
 		largestWorker:  nd("gpu_largest_worker_bytes", "Largest per-process footprint on the GPU (NVML used, else pushed reserved): the worker size vram_gpu_headroom_workers counts in.", gpuLabels...),
 
 		collectorSuccess:  nd("collector_success", "1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.", "collector"),
-		collectorDuration: nd("collector_duration_seconds", "Time the named collector took in this scrape.", "collector"),
+		collectorDuration: nd("collector_duration_seconds", "Time the named collector took to build its series from the current view. The vram_* families are built and encoded once per sample tick (on the first scrape after it) and served as bytes until the next, so this is not a per-scrape time.", "collector"),
 		demo:              nd("demo_mode", "1 when the daemon runs on a simulated node (demo mode): the data is NOT from real GPUs."),
 	}
 }

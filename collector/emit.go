@@ -2,6 +2,7 @@ package collector
 
 import (
 	"sort"
+	"unsafe"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -79,6 +80,10 @@ type emitter struct {
 	order  []*metricDesc
 	extra  []*dto.MetricFamily // families with per-series label names (runtime info)
 	out    []*dto.MetricFamily
+
+	// What the last use filled, recorded by reset for trim.
+	usedSmall, usedWide int
+	lastLen             map[*metricDesc]int
 }
 
 func newEmitter() *emitter {
@@ -155,6 +160,14 @@ func carve[T any](blocks *[][]T, cur *int, n int) *T {
 
 // reset empties the emitter for the next scrape, keeping its blocks and families.
 func (e *emitter) reset() {
+	if e.lastLen == nil {
+		e.lastLen = make(map[*metricDesc]int, len(e.fams))
+	}
+	clear(e.lastLen)
+	for _, d := range e.order {
+		e.lastLen[d] = len(e.fams[d].Metric)
+	}
+	e.usedSmall, e.usedWide = e.sb, e.wb
 	for i := range e.smalls {
 		e.smalls[i] = e.smalls[i][:0]
 	}
@@ -201,4 +214,39 @@ func labelsLess(a, b []*dto.LabelPair) bool {
 		}
 	}
 	return len(a) < len(b)
+}
+
+// trim drops what the last use did not need, after reset: the blocks past those it
+// filled and family slices far longer than their last length, so a pooled emitter that
+// once served a large view does not keep its memory for good.
+func (e *emitter) trim() {
+	keep := func(last int) int { return last + 1 } // blocks 0..last were filled
+	if k := keep(e.usedSmall); k < len(e.smalls) {
+		clear(e.smalls[k:])
+		e.smalls = e.smalls[:k]
+	}
+	if k := keep(e.usedWide); k < len(e.wides) {
+		clear(e.wides[k:])
+		e.wides = e.wides[:k]
+	}
+	for d, mf := range e.fams {
+		if n := e.lastLen[d]; cap(mf.Metric) > 2*n+16 {
+			mf.Metric = nil
+		}
+	}
+}
+
+// retained is roughly how many bytes of series storage the emitter holds (tests).
+func (e *emitter) retained() int {
+	n := 0
+	for _, b := range e.smalls {
+		n += cap(b) * int(unsafe.Sizeof(small{}))
+	}
+	for _, b := range e.wides {
+		n += cap(b) * int(unsafe.Sizeof(series{}))
+	}
+	for _, mf := range e.fams {
+		n += cap(mf.Metric) * int(unsafe.Sizeof((*dto.Metric)(nil)))
+	}
+	return n
 }

@@ -5,6 +5,7 @@ package nvml_test
 import (
 	"testing"
 
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/nvml"
@@ -36,5 +37,35 @@ func BenchmarkLatest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = p.Latest()
+	}
+}
+
+// BenchmarkRawCalls makes the NVML calls a steady poll of 8 GPUs × 64 processes makes
+// (the device count; per GPU memory, BAR1, MIG mode and the three process lists) straight
+// against the same fake, with handles read once as the poller keeps them. BenchmarkPoll
+// minus this is the poller's own work: merging the lists, building the snapshot, copying
+// the error counters. Identity (handle, UUID, name, PCI bus id) and calls a GPU does not
+// support are already read once, not per poll, so they are not here either.
+func BenchmarkRawCalls(b *testing.B) {
+	srv := nvmltest.NewServer(nvmltest.H200s(8, 64)...)
+	if ret := srv.Init(); ret != gonvml.SUCCESS {
+		b.Fatal(ret)
+	}
+	n, _ := srv.DeviceGetCount()
+	handles := make([]gonvml.Device, n)
+	for i := range handles {
+		handles[i], _ = srv.DeviceGetHandleByIndex(i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = srv.DeviceGetCount()
+		for _, h := range handles {
+			_, _ = h.GetMemoryInfo_v2()
+			_, _ = h.GetBAR1MemoryInfo()
+			_, _, _ = h.GetMigMode()
+			_, _ = h.GetComputeRunningProcesses()
+			_, _ = h.GetGraphicsRunningProcesses()
+			_, _ = h.GetMPSComputeRunningProcesses()
+		}
 	}
 }

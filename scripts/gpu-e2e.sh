@@ -12,14 +12,23 @@
 #           dynamic shapes, no inference_mode) push through the client while the daemon
 #           records a trace (--trace.record) for the leak-detection suite; triage runs
 #           against the daemon while they do.
+#   phase 4 (cost, COST=1, the default; about 3 minutes): a fresh daemon with 1 and then
+#           16 processes pushing through the real client once a second: /metrics p50/p95
+#           over 2,000 kept-alive gzip scrapes, idle CPU per minute (utime+stime with no
+#           scrapes), RSS, vram_nvml_poll_duration_seconds next to the raw time of the
+#           same NVML calls (scripts/nvmlraw), and the RSS of an NVML-only Go program
+#           (scripts/nvmlbaseline). Figures only: it fails nothing.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] scripts/gpu-e2e.sh
+# Phase 4 needs bin/scrapetime, bin/nvmlraw and bin/nvmlbaseline (or go to build them):
+#   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$(mktemp -d)}
 BIN=${BIN:-$here/../bin/vram_exporter}
 TRACE_SECONDS=${TRACE_SECONDS:-0}
+COST=${COST:-1}
 PORT=${PORT:-10090}
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/vram-e2e.XXXX)
@@ -96,6 +105,71 @@ if [ "$TRACE_SECONDS" -gt 0 ]; then
   echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
   "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" | tee "$OUT/replay.txt"
   grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second' "$OUT/metrics-phase3.txt" | head -40
+fi
+
+if [ "$COST" = 1 ]; then
+  echo "== phase 4: cost with 1 and 16 pushing processes"
+  tool() { # tool NAME: the prebuilt bin/NAME, else built with go into $work
+    if [ -x "$here/../bin/$1" ]; then echo "$here/../bin/$1"; return; fi
+    (cd "$here/.." && go build -o "$work/$1" "./scripts/$1") >&2 && echo "$work/$1"
+  }
+  scrapetime=$(tool scrapetime); nvmlraw=$(tool nvmlraw); nvmlbaseline=$(tool nvmlbaseline)
+  cport=$((PORT + 1))
+  csock="$work/run-cost/push.sock"
+  "$work/vram_exporter" --web.listen-address="127.0.0.1:$cport" --push.socket="$csock" \
+    --nvml.poll-interval=1s > "$OUT/daemon-cost.log" 2>&1 &
+  cdaemon=$!
+  pids+=("$cdaemon")
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$cport/-/healthy" >/dev/null 2>&1 && break; sleep 0.1; done
+  # utime+stime of a process in clock ticks (fields 14 and 15, counted after comm).
+  cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+  rss_mb() { awk '/^VmRSS:/ {printf "%.1f MB", $2 / 1024}' "/proc/$1/status"; }
+  hz=$(getconf CLK_TCK)
+  pushers=0
+  pusher_pids=()
+  declare -A res
+  for n in 1 16; do
+    while [ "$pushers" -lt "$n" ]; do
+      python3 "$here/gpu/pusher.py" "$csock" "$work/pusher-$pushers.ready" > "$OUT/pusher-$pushers.log" 2>&1 &
+      pids+=("$!")
+      pusher_pids+=("$!")
+      pushers=$((pushers + 1))
+    done
+    for i in $(seq 0 $((n - 1))); do wait_file "$work/pusher-$i.ready" || fail=1; done
+    sleep 3 # a tick and a push after the last one connected
+    st=$("$scrapetime" -url "http://127.0.0.1:$cport/metrics" -n 2000 -encoding gzip | tee -a "$OUT/cost-scrapes.txt")
+    res[scrape,$n]=$(echo "$st" | awk '{print $8 " / " $10}')
+    polls=()
+    for _ in 1 2 3 4 5; do
+      polls+=("$(curl -sf "http://127.0.0.1:$cport/metrics" | awk '/^vram_nvml_poll_duration_seconds / {printf "%.0f", $2 * 1e6}')")
+      sleep 1
+    done
+    res[poll,$n]="$(printf '%s\n' "${polls[@]}" | sort -n | sed -n 3p) µs"
+    "$nvmlraw" -n 200 | tee -a "$OUT/cost-nvmlraw.txt" > "$work/raw.txt"
+    res[raw,$n]="$(awk '/^raw_poll_p50_us/ {print $2}' "$work/raw.txt") µs"
+    idle=$([ "$n" = 16 ] && echo 60 || echo 30)
+    t0=$(cpu_ticks "$cdaemon"); sleep "$idle"; t1=$(cpu_ticks "$cdaemon")
+    res[idle,$n]="$(( (t1 - t0) * 1000 * 60 / hz / idle )) ms/min"
+    res[rss,$n]=$(rss_mb "$cdaemon")
+  done
+  "$nvmlbaseline" > "$work/baseline.out" 2>&1 &
+  base=$!
+  pids+=("$base")
+  wait_file "$work/baseline.out"; sleep 2
+  baserss=$(rss_mb "$base")
+  kill "$base"; wait "$base" 2>/dev/null
+  {
+    echo "| on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) | 1 process | 16 pushing processes |"
+    echo "| --- | --- | --- |"
+    echo "| /metrics p50 / p95 (gzip, 2,000 kept-alive) | ${res[scrape,1]} | ${res[scrape,16]} |"
+    echo "| idle CPU (no scrapes) | ${res[idle,1]} | ${res[idle,16]} |"
+    echo "| RSS | ${res[rss,1]} | ${res[rss,16]} |"
+    echo "| NVML-only Go program RSS (scripts/nvmlbaseline) | $baserss | |"
+    echo "| vram_nvml_poll_duration_seconds (median of 5) | ${res[poll,1]} | ${res[poll,16]} |"
+    echo "| raw NVML, the same calls (scripts/nvmlraw, p50 of 200) | ${res[raw,1]} | ${res[raw,16]} |"
+  } | tee "$OUT/cost.md"
+  kill "${pusher_pids[@]}"; wait "${pusher_pids[@]}" 2>/dev/null
+  kill -TERM "$cdaemon"; wait "$cdaemon" 2>/dev/null
 fi
 
 scrape "$OUT/metrics-final.txt"

@@ -126,6 +126,7 @@ func handleHangup(logger *zap.Logger) func() {
 // a failed start leaves no socket file behind.
 func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 	logger.Info("starting vram_exporter", zap.String("version", version.Info()), zap.String("build", version.BuildContext()))
+	limitMemory(logger)
 
 	src, err := newSources(cfg, logger)
 	if err != nil {
@@ -174,6 +175,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		wg.Go(func() { loop(ctx) })
 	}
 	wg.Go(func() { joiner.Run(ctx) })
+	wg.Go(func() { returnMemory(ctx) })
 	if pushes != nil {
 		wg.Go(func() {
 			if err := pushes.Serve(ctx); err != nil && ctx.Err() == nil {
@@ -229,8 +231,9 @@ func newSources(cfg config.Config, logger *zap.Logger) (*sources, error) {
 	case err != nil:
 		return nil, fmt.Errorf("process facts: %w", err)
 	default:
-		s.facts = facts
 		s.processStart = facts.StartTicks
+		// Read once per process what does not change while it lives; stat per tick.
+		s.facts = procinfo.NewCache(facts, s.clock)
 	}
 	if cfg.Push.Socket != "" {
 		if s.store, err = newStore(cfg, s.clock); err != nil {

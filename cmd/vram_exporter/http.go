@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
@@ -46,19 +45,12 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	// /metrics serves the vram_* families from the view plus reg's.
-	gatherer := collector.NewTransactional(collector.New(joiner, ps, logger.Named("collector")).
-		WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes).WithCmdline(cfg.Collector.ProcessCmdline), reg)
-
 	mux := http.NewServeMux()
-	mux.Handle(cfg.Web.TelemetryPath, promhttp.InstrumentMetricHandler(reg, promhttp.HandlerForTransactional(gatherer, promhttp.HandlerOpts{
-		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
-		ErrorHandling:       promhttp.ContinueOnError,
-		MaxRequestsInFlight: 8,
-		Timeout:             10 * time.Second,
-	})))
 	api := newAPIHandler(cfg, joiner)
-	reg.MustRegister(apiRejectedCounter(api))
+	// The API's refusals are counted per scrape, not sampled with the view.
+	others := prometheus.NewRegistry()
+	others.MustRegister(apiRejectedCounter(api))
+	mux.Handle(cfg.Web.TelemetryPath, newMetricsHandler(cfg, joiner, ps, clk, reg, others, logger))
 	mux.Handle("/api/v1/", api)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
@@ -88,6 +80,21 @@ func apiRejectedCounter(h *apiserver.Handler) prometheus.Collector {
 		Name: "vram_api_requests_rejected_total",
 		Help: "Requests to /api/v1 answered 503 because the most requests the daemon builds at once were already being served; retry later or refresh less often.",
 	}, func() float64 { return float64(h.Rejected()) })
+}
+
+// newMetricsHandler serves /metrics: the vram_* families encoded once per view plus
+// reg's (Go runtime, process, build info and promhttp_*) per scrape.
+func newMetricsHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, reg, others *prometheus.Registry, logger *zap.Logger) http.Handler {
+	c := collector.New(joiner, ps, logger.Named("collector")).WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes).WithCmdline(cfg.Collector.ProcessCmdline)
+	// reg's collectors are gathered once per view with the vram_* families; the handler
+	// counts its scrapes itself (promhttp_metric_handler_*).
+	return collector.NewHandler(c, collector.ScrapeOptions{
+		Sampled:             reg,
+		Others:              others,
+		ErrorLog:            zap.NewStdLog(logger.Named("promhttp")),
+		MaxRequestsInFlight: 8,
+		Timeout:             10 * time.Second,
+	})
 }
 
 // newAPIHandler serves /api/v1/… (docs/api.md) from the joined view.

@@ -1,0 +1,183 @@
+// Package memlimit keeps the daemon's Go memory inside its cgroup's limit and gives back
+// what a burst used. It is a source-floor room: it reads the cgroup files and the Go
+// runtime's own figures, and imports nothing of the daemon.
+//
+// Two things, because the daemon runs under a 256 MiB limit (systemd MemoryMax, the
+// DaemonSet's limit) and a large pushed state or scrape is transient:
+//   - SetFromCgroup gives the Go runtime a soft memory limit below the cgroup's
+//     memory.max, so the garbage collector works harder before the kernel kills the
+//     daemon, instead of growing the heap to twice its live size;
+//   - Returner forces a collection and returns free memory to the kernel once the
+//     runtime holds more than a floor: after a burst the heap is mostly garbage, but
+//     with nothing allocating, the next collection (and so the return) could be minutes
+//     away.
+package memlimit
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/clock"
+)
+
+// Fraction of the cgroup limit given to the Go runtime as its soft limit: the rest is
+// for what the runtime does not count (NVML's own allocations, cgo, the kernel's page
+// cache charged to the cgroup).
+const Fraction = 0.8
+
+// ErrNoLimit means the cgroup sets no memory limit (memory.max is "max"), or there is
+// no cgroup memory controller to read.
+var ErrNoLimit = errors.New("no cgroup memory limit")
+
+// CgroupLimit returns the memory limit of the cgroup that procSelfCgroup (normally
+// /proc/self/cgroup) names, read under cgroupRoot (normally /sys/fs/cgroup): cgroup v2's
+// memory.max, or cgroup v1's memory.limit_in_bytes.
+func CgroupLimit(procSelfCgroup, cgroupRoot string) (uint64, error) {
+	f, err := os.Open(procSelfCgroup)
+	if err != nil {
+		return 0, fmt.Errorf("read own cgroup: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// hierarchy-ID:controllers:path
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var dir, name string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			dir, name = cgroupRoot, "memory.max"
+		case hasController(parts[1], "memory"):
+			dir, name = filepath.Join(cgroupRoot, "memory"), "memory.limit_in_bytes"
+		default:
+			continue
+		}
+		limit, err := readLimit(filepath.Join(dir, parts[2], name))
+		if errors.Is(err, os.ErrNotExist) {
+			// In a container with its own cgroup namespace, the path names the cgroup
+			// as the host sees it; the container sees it at the root.
+			limit, err = readLimit(filepath.Join(dir, name))
+		}
+		return limit, err
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read own cgroup: %w", err)
+	}
+	return 0, ErrNoLimit
+}
+
+func hasController(list, name string) bool {
+	for _, c := range strings.Split(list, ",") {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+func readLimit(file string) (uint64, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return 0, ErrNoLimit
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", file, err)
+	}
+	// cgroup v1 writes "no limit" as a huge page-aligned number.
+	if v >= math.MaxInt64/2 {
+		return 0, ErrNoLimit
+	}
+	return v, nil
+}
+
+// SetFromCgroup sets the Go soft memory limit to Fraction of limit, unless the
+// GOMEMLIMIT environment variable (getenv) already set one: an operator's choice wins.
+// It returns the limit it set, 0 when it set none.
+func SetFromCgroup(limit uint64, getenv func(string) string) int64 {
+	if limit == 0 || getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	soft := int64(float64(limit) * Fraction)
+	debug.SetMemoryLimit(soft)
+	return soft
+}
+
+// Returner gives free memory back to the kernel after a burst; see the package comment.
+type Returner struct {
+	// Interval between checks; DefaultInterval when zero. A burst's memory is back
+	// within about one interval after it ends.
+	Interval time.Duration
+	// Floor is how much memory the Go runtime may hold (mapped and not returned)
+	// before a check forces a collection; DefaultFloor when zero.
+	Floor uint64
+	Clock clock.Clock
+	// Held and Free are the runtime's figures and debug.FreeOSMemory; tests replace them.
+	Held func() uint64
+	Free func()
+}
+
+// Defaults: the daemon's Go runtime holds well under 32 MiB on a normal node, and a
+// forced collection of a heap that small costs a few milliseconds.
+const (
+	DefaultInterval = 20 * time.Second
+	DefaultFloor    = 32 << 20
+)
+
+// Run checks every Interval until ctx is done.
+func (r Returner) Run(ctx context.Context) {
+	if r.Interval <= 0 {
+		r.Interval = DefaultInterval
+	}
+	if r.Floor == 0 {
+		r.Floor = DefaultFloor
+	}
+	if r.Clock == nil {
+		r.Clock = clock.Real{}
+	}
+	if r.Held == nil {
+		r.Held = Held
+	}
+	if r.Free == nil {
+		r.Free = debug.FreeOSMemory
+	}
+	t := r.Clock.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if r.Held() > r.Floor {
+				r.Free()
+			}
+		}
+	}
+}
+
+// Held is the memory the Go runtime has mapped and not returned to the kernel: about
+// the Go part of the daemon's RSS.
+func Held() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}

@@ -1,0 +1,178 @@
+//go:build linux
+
+package procinfo
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/clock"
+)
+
+// tempProc is a procfs root a test can change under the cache.
+type tempProc struct {
+	t    *testing.T
+	root string
+}
+
+func newTempProc(t *testing.T) *tempProc {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "stat"), []byte("cpu 0 0 0 0\nbtime 1767225600\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &tempProc{t, root}
+}
+
+// write makes (or rewrites) process pid with the given comm, start ticks, RSS pages
+// and command line.
+func (p *tempProc) write(pid int, comm string, start, rss uint64, argv0 string) {
+	p.t.Helper()
+	dir := filepath.Join(p.root, strconv.Itoa(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	stat := strconv.Itoa(pid) + " (" + comm + ") S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
+		strconv.FormatUint(start, 10) + " 1000 " + strconv.FormatUint(rss, 10) + " 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+	for name, content := range map[string]string{
+		"stat": stat, "cmdline": argv0 + "\x00--flag\x00",
+		"cgroup": "0::/kubepods.slice/kubepods-pod7d5c3e9a_1b2f_4c8d_9e0a_6f4b2d8c1e3a.slice/cri-containerd-" + hex1 + ".scope\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			p.t.Fatal(err)
+		}
+	}
+}
+
+func TestCacheReadsOnlyStatForAKnownProcess(t *testing.T) {
+	p := newTempProc(t)
+	p.write(42, "python3", 1000, 10, "/usr/bin/python3")
+	r, err := NewReader(p.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	c := NewCache(r, clk)
+	first, err := c.Facts(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := r.Facts(42); first != want {
+		t.Fatalf("cached facts %+v, Reader's %+v", first, want)
+	}
+	// Same process (same start time): a changed command line is not read again, RSS is.
+	p.write(42, "python3", 1000, 20, "/usr/bin/other")
+	got, err := c.Facts(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := uint64(os.Getpagesize())
+	if got.Cmdline != "python3 --flag" || got.RSSBytes != 20*page || c.fullReads != 1 {
+		t.Fatalf("known process: cmdline %q rss %d full reads %d", got.Cmdline, got.RSSBytes, c.fullReads)
+	}
+	// The PID now names another process (a new start time): everything is read again.
+	p.write(42, "ollama", 5000, 30, "/bin/ollama")
+	got, err = c.Facts(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cmdline != "ollama --flag" || got.Comm != "ollama" || got.StartTicks != 5000 || c.fullReads != 2 {
+		t.Fatalf("reused PID: %+v full reads %d", got, c.fullReads)
+	}
+	// Gone: ErrNotFound, and forgotten.
+	if err := os.RemoveAll(filepath.Join(p.root, "42")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Facts(42); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("gone process: %v", err)
+	}
+	if c.Len() != 0 {
+		t.Fatalf("a gone process is still cached")
+	}
+}
+
+func TestCacheForgetsProcessesNoLongerAskedAbout(t *testing.T) {
+	p := newTempProc(t)
+	p.write(1, "a", 10, 1, "a")
+	p.write(2, "b", 20, 1, "b")
+	r, err := NewReader(p.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	c := NewCache(r, clk)
+	for _, pid := range []uint32{1, 2} {
+		if _, err := c.Facts(pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 { // only pid 1 is still on a GPU
+		clk.Advance(DefaultForget / 2)
+		if _, err := c.Facts(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Len() != 1 {
+		t.Fatalf("%d processes cached, want only the one still asked about", c.Len())
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := []byte("77 (a) b (c) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 123456 1000 789 18446744073709551615\n")
+	comm, start, rss, err := parseStat(line)
+	if err != nil || string(comm) != "a) b (c" || start != 123456 || rss != 789 {
+		t.Fatalf("%q %d %d %v", comm, start, rss, err)
+	}
+	for _, bad := range []string{"", "1 (x", "1 (x) S 1 2 3", "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 abc 1000 789"} {
+		if _, _, _, err := parseStat([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	// The fixtures' real stat lines agree with procfs's parser.
+	r := fixtureReader(t)
+	for _, pid := range []uint32{4242, 5151} {
+		want, err := r.Facts(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(fixtureRoot, strconv.Itoa(int(pid)), "stat"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		comm, start, rss, err := parseStat(b)
+		if err != nil || string(comm) != want.Comm || start != want.StartTicks || uint64(rss)*uint64(os.Getpagesize()) != want.RSSBytes {
+			t.Errorf("pid %d: %q %d %d %v, want %+v", pid, comm, start, rss, err, want)
+		}
+	}
+}
+
+// BenchmarkFactsCached is one process's facts per sample tick: read in full every tick (the
+// Reader, as before the cache) and through the Cache.
+func BenchmarkFactsCached(b *testing.B) {
+	pid := uint32(os.Getpid()) // a real /proc entry, as on a node
+	r, err := NewReader("/proc")
+	if err != nil {
+		b.Skip(err)
+	}
+	b.Run("reader", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Facts(pid); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cache", func(b *testing.B) {
+		c := NewCache(r, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Facts(pid); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
