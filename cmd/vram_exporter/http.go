@@ -69,9 +69,15 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 			Version:     version.Info(),
 			Links: []web.LandingLinks{
 				{Address: cfg.Web.TelemetryPath, Text: "Metrics"},
-				{Address: "/api/v1/status", Text: "JSON API", Description: "status, /api/v1/gpus, /api/v1/processes (docs/api.md)"},
+				{Address: "/api/v1/status", Text: "/api/v1/status", Description: "the daemon's sources and settings (JSON API, docs/api.md)"},
+				{Address: "/api/v1/gpus", Text: "/api/v1/gpus", Description: "each GPU's memory and exhaustion forecast"},
+				{Address: "/api/v1/processes", Text: "/api/v1/processes", Description: "each process's memory, pools and verdict"},
 				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
 			},
+			// The toolkit links /debug/pprof/ by default; the daemon serves no
+			// profiling endpoint, so the links were dead.
+			Profiling: "false",
 		})
 		if err != nil {
 			return nil, fmt.Errorf("landing page: %w", err)
