@@ -80,7 +80,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	register(f, r.Flag("collector.process-cmdline", help("Publish each GPU process's command line (up to 128 bytes, tokens included) in vram_process_info and the API.", "collector.process_cmdline", strconv.FormatBool(d.Collector.ProcessCmdline))),
 		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Collector.ProcessCmdline = v })
 
-	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML and the push socket.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
+	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML; the push socket is then a private one in a new temporary directory (its path is logged), never the real one, unless --push.socket or the file names it.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
 		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Demo.Enabled = v })
 	register(f, r.Flag("demo.speed", help(fmt.Sprintf("Demo time acceleration, 1 to %d.", maxDemoSpeed), "demo.speed", strconv.FormatFloat(d.Demo.Speed, 'g', -1, 64))).PlaceHolder("FACTOR"),
 		(*kingpin.FlagClause).Float64, func(c *Config, v float64) { c.Demo.Speed = v })
