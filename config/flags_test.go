@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func load(t *testing.T, f *Flags) Config {
 
 func TestFlagsWithoutFileOrFlagsGiveDefaults(t *testing.T) {
 	f := parseArgs(t)
-	if got := load(t, f); got != Default() {
+	if got := load(t, f); !reflect.DeepEqual(got, Default()) {
 		t.Errorf("Load() = %+v, want Default()", got)
 	}
 	if f.CheckOnly() {
@@ -81,11 +82,11 @@ push:
 	got := load(t, f)
 
 	want := Default()
-	want.Web.ListenAddress = ":10091"        // file, flag left alone
-	want.NVML.PollInterval = 2 * time.Second // file, flag left alone
-	want.Log.Level = "warn"                  // flag over file
-	want.Push.TTL = time.Minute              // flag over file
-	if got != want {
+	want.Web.ListenAddress = ListenAddresses{":10091"} // file, flag left alone
+	want.NVML.PollInterval = 2 * time.Second           // file, flag left alone
+	want.Log.Level = "warn"                            // flag over file
+	want.Push.TTL = time.Minute                        // flag over file
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load()\n got %+v\nwant %+v", got, want)
 	}
 	if f.ConfigFile() != path {
@@ -127,7 +128,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 		"--demo.seed=9",
 	))
 	want := Default()
-	want.Web.ListenAddress, want.Web.TelemetryPath, want.Web.ConfigFile = "127.0.0.1:10091", "/m", "/etc/web.yml"
+	want.Web.ListenAddress, want.Web.TelemetryPath, want.Web.ConfigFile = ListenAddresses{"127.0.0.1:10091"}, "/m", "/etc/web.yml"
 	want.Paths.Procfs = "/host/proc"
 	want.NVML = NVML{PollInterval: 500 * time.Millisecond, LibraryPath: "/lib/libnvidia-ml.so.1"}
 	want.Log = Log{Level: "debug", Format: "json"}
@@ -139,7 +140,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 	want.Demo.Enabled = true
 	want.Demo.Speed = 60
 	want.Demo.Seed = 9
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load()\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -157,7 +158,7 @@ func TestFlagsAreValidatedTogetherWithFile(t *testing.T) {
 func TestFlagsReportFileErrors(t *testing.T) {
 	path := writeFile(t, "web:\n  listen_adress: x\n")
 	_, err := parseArgs(t, "--config.file="+path).Load()
-	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`
+	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, systemd_socket, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load() = %v, want %s", err, want)
 	}
@@ -225,8 +226,8 @@ func TestFlagHelpNamesKeyAndDefault(t *testing.T) {
 			t.Errorf("--%s has a kingpin default %q, which would hide the file's value", fl.Name, fl.Default)
 		}
 	}
-	if seen != 21 {
-		t.Errorf("%d overriding flags, want 21", seen)
+	if seen != 22 {
+		t.Errorf("%d overriding flags, want 22", seen)
 	}
 }
 

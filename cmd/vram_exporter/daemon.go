@@ -140,11 +140,11 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		return err
 	}
 	defer closeRecorder()
-	ln, err := listenHTTP(cfg)
+	lns, err := listenHTTP(cfg)
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // a no-op once the HTTP server has closed it
+	defer closeAll(lns) // a no-op once the HTTP server has closed them
 	cfg, removeDemoSocket, err := demoPushSocket(cfg, logger)
 	if err != nil {
 		return err
@@ -186,7 +186,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 			}
 		})
 	}
-	httpErr := serveHTTP(ctx, ln, handler, cfg, logger)
+	httpErr := serveHTTP(ctx, lns, handler, cfg, logger)
 	cancel()
 	wg.Wait()
 	return httpErr
