@@ -295,6 +295,16 @@ receivers:
 		"--storage.path="+filepath.Join(dir, "am-data"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 	waitHTTP(t, am, "http://"+amAddr+"/-/ready", deadline)
 
+	// A kube-state-metrics stand-in that names the fixture process's pod, scraped by both
+	// Prometheus servers, so the pod join runs in a real Prometheus.
+	ksm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP kube_pod_container_info Information about a container in a pod.\n# TYPE kube_pod_container_info gauge\n"+
+			"kube_pod_container_info{namespace=%q,pod=%q,uid=%q,container=%q,image_spec=\"registry.example/server:1\",image=\"registry.example/server:1\",image_id=\"registry.example/server@sha256:0\",container_id=%q} 1\n",
+			e2ePodNamespace, e2ePod, fixturePodUID, e2eContainer, fixtureContainerID)
+	}))
+	t.Cleanup(ksm.Close)
+
 	// Prometheus with the shipped rules at test scale.
 	scaled := scaleRules(t, loadRules(t))
 	rulesFile := filepath.Join(dir, "vram_exporter.rules.yml")
@@ -317,22 +327,17 @@ scrape_configs:
   - job_name: vram_exporter
     static_configs:
       - targets: [%q, %q]
-`, rulesFile, amAddr, exporterAddr, fakeAddr))
+  - job_name: kube-state-metrics
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, rulesFile, amAddr, exporterAddr, fakeAddr, strings.TrimPrefix(ksm.URL, "http://")))
 	prom := startProc(t, "prometheus", nil, promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"), "--web.listen-address="+promAddr)
 	waitHTTP(t, prom, "http://"+promAddr+"/-/ready", deadline)
 
 	// A second Prometheus with NO rules loaded, the way a user who only imports the
-	// dashboards has it: every dashboard query must fill from raw series alone. It also
-	// scrapes a kube-state-metrics stand-in that names the fixture process's pod, so
-	// the dashboards' inline pod join runs in a real Prometheus.
-	ksm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprintf(w, "# HELP kube_pod_container_info Information about a container in a pod.\n# TYPE kube_pod_container_info gauge\n"+
-			"kube_pod_container_info{namespace=%q,pod=%q,uid=%q,container=%q,image_spec=\"registry.example/server:1\",image=\"registry.example/server:1\",image_id=\"registry.example/server@sha256:0\",container_id=%q} 1\n",
-			e2ePodNamespace, e2ePod, fixturePodUID, e2eContainer, fixtureContainerID)
-	}))
-	t.Cleanup(ksm.Close)
+	// dashboards has it: every dashboard query must fill from raw series alone.
 	bareAddr := freePort(t)
 	writeFile(t, filepath.Join(dir, "prometheus-bare.yml"), fmt.Sprintf(`
 global:
@@ -468,6 +473,17 @@ scrape_configs:
 		t.Errorf("process table: the python process (pid %s, no container) is in %q, want no pod: %v", pid, got, rows)
 	}
 	t.Logf("process table without rules: %v", podOf)
+
+	// The recording rule the alerts use agrees with the dashboards' inline join.
+	recorded := map[string]string{}
+	for _, r := range queryLabels(t, promAddr, "instance_pid:vram_process_info:pod") {
+		recorded[r["instance"]+"/"+r["pid"]] = r["namespace"] + "/" + r["pod"] + "/" + r["container"] + "."
+	}
+	for k, v := range podOf {
+		if recorded[k] != v {
+			t.Errorf("instance_pid:vram_process_info:pod says %s is in %q, the dashboards' join %q", k, recorded[k], v)
+		}
+	}
 
 	// promtool check metrics on the live exposition of the real exporter.
 	resp, err = http.Get("http://" + exporterAddr + "/metrics")
