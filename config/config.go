@@ -50,7 +50,12 @@ type Collector struct {
 
 // Web is the HTTP side: where /metrics and the JSON API are served.
 type Web struct {
-	ListenAddress string `yaml:"listen_address"`
+	// ListenAddress is every host:port served, each with the same handlers (YAML takes
+	// one string, as before, or a list; the flag repeats).
+	ListenAddress ListenAddresses `yaml:"listen_address"`
+	// SystemdSocket serves the sockets systemd passes (socket activation, LISTEN_FDS)
+	// instead of listening on ListenAddress.
+	SystemdSocket bool   `yaml:"systemd_socket"`
 	TelemetryPath string `yaml:"telemetry_path"`
 	// ConfigFile is an exporter-toolkit web config (TLS, basic auth); "" serves plain HTTP.
 	ConfigFile string `yaml:"config_file"`
@@ -154,7 +159,7 @@ func Default() Config {
 	return Config{
 		Web: Web{
 			// 9100–9999 is fully allocated on the Prometheus default-port wiki page.
-			ListenAddress: ":10090",
+			ListenAddress: ListenAddresses{":10090"},
 			TelemetryPath: "/metrics",
 			// A scrape or an API request is read in well under a second; 30 s leaves room
 			// for a loaded node without letting a slow client keep its connection.
@@ -403,12 +408,23 @@ func (c Config) ownProblems() problems {
 	var ps problems
 
 	// web
-	if _, port, err := net.SplitHostPort(c.Web.ListenAddress); err != nil || port == "" {
-		ps.add("web.listen_address", "%q is not host:port; use host:port or :port, like %q", c.Web.ListenAddress, Default().Web.ListenAddress)
-	} else if _, err := net.LookupPort("tcp", port); err != nil {
-		// net.Listen would refuse it at start (it looks the port up the same way, in
-		// /etc/services for a name): say so here, where --config.check sees it.
-		ps.add("web.listen_address", "port %q of %q is not a port number from 0 to 65535 (nor a service name); use one like %q", port, c.Web.ListenAddress, Default().Web.ListenAddress)
+	def := Default().Web.ListenAddress[0]
+	if len(c.Web.ListenAddress) == 0 && !c.Web.SystemdSocket {
+		ps.add("web.listen_address", "no address to listen on; name one, like %q, or set web.systemd_socket (--web.systemd-socket) under systemd socket activation", def)
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Web.ListenAddress {
+		if _, port, _ := net.SplitHostPort(a); seen[a] && port != "0" { // :0 picks a new port each time
+			ps.add("web.listen_address", "%q is named twice; the second listen would fail as the port is taken", a)
+		}
+		seen[a] = true
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+			ps.add("web.listen_address", "%q is not host:port; use host:port or :port, like %q", a, def)
+		} else if _, err := net.LookupPort("tcp", port); err != nil {
+			// net.Listen would refuse it at start (it looks the port up the same way, in
+			// /etc/services for a name): say so here, where --config.check sees it.
+			ps.add("web.listen_address", "port %q of %q is not a port number from 0 to 65535 (nor a service name); use one like %q", port, a, def)
+		}
 	}
 	ps = append(ps, c.Web.serverProblems()...)
 	if !strings.HasPrefix(c.Web.TelemetryPath, "/") {

@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ func TestDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Default().Validate() = %v", err)
 	}
-	if got := v.Config(); got != Default() {
+	if got := v.Config(); !reflect.DeepEqual(got, Default()) {
 		t.Errorf("Valid.Config() = %+v, want Default()", got)
 	}
 }
@@ -24,7 +26,8 @@ func TestDefaultIsValid(t *testing.T) {
 func TestLoadFileGoodSetsEveryKey(t *testing.T) {
 	want := Config{
 		Web: Web{
-			ListenAddress:  "127.0.0.1:10091",
+			ListenAddress:  ListenAddresses{"127.0.0.1:10091", "[::1]:10092"},
+			SystemdSocket:  true,
 			TelemetryPath:  "/vram/metrics",
 			ConfigFile:     "/etc/vram_exporter/web.yml",
 			ReadTimeout:    10 * time.Second,
@@ -74,7 +77,7 @@ func TestLoadFileGoodSetsEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadFile(good.yml)\n got %+v\nwant %+v", got, want)
 	}
 	if _, err := got.Validate(); err != nil {
@@ -90,7 +93,7 @@ func TestLoadFileEmptyMeansDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("LoadFile(%s) = %v", f, err)
 		}
-		if got != Default() {
+		if !reflect.DeepEqual(got, Default()) {
 			t.Errorf("LoadFile(%s) = %+v, want Default()", f, got)
 		}
 	}
@@ -103,7 +106,7 @@ func TestLoadFileKeepsDefaultsForKeysLeftOut(t *testing.T) {
 	}
 	want := Default()
 	want.NVML.PollInterval = 2 * time.Second
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("LoadFile(partial.yml)\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -126,12 +129,12 @@ var invalidFiles = []struct {
 	file string
 	want string
 }{
-	{"invalid-unknown-key.yml", `config file testdata/invalid-unknown-key.yml: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`},
-	{"invalid-unknown-key-flow.yml", `config file testdata/invalid-unknown-key-flow.yml: line 1: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`},
+	{"invalid-unknown-key.yml", `config file testdata/invalid-unknown-key.yml: line 2: unknown key "listen_adress" in web; known keys: listen_address, systemd_socket, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`},
+	{"invalid-unknown-key-flow.yml", `config file testdata/invalid-unknown-key-flow.yml: line 1: unknown key "listen_adress" in web; known keys: listen_address, systemd_socket, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`},
 	{"invalid-unknown-top-level-key.yml", `config file testdata/invalid-unknown-top-level-key.yml: line 3: unknown key "nvm" at the top level; known keys: web, paths, log, nvml, push, trend, trace, headroom, collector, demo`},
 	{"invalid-wrong-type-duration.yml", `config file testdata/invalid-wrong-type-duration.yml: line 2: nvml.poll_interval: "fast" is not a duration; write a number with a unit, like "30s", "15m" or "2h"`},
 	{"invalid-wrong-type-bytes.yml", `config file testdata/invalid-wrong-type-bytes.yml: line 2: trace.max_bytes: "1GiB" is not a whole number; write a non-negative integer without quotes or units, like 4096`},
-	{"invalid-wrong-type-section.yml", `config file testdata/invalid-wrong-type-section.yml: line 1: web: "5" is not a mapping of keys; indent the keys of web below it (known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes)`},
+	{"invalid-wrong-type-section.yml", `config file testdata/invalid-wrong-type-section.yml: line 1: web: "5" is not a mapping of keys; indent the keys of web below it (known keys: listen_address, systemd_socket, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes)`},
 	{"invalid-wrong-types-many.yml", strings.Join([]string{
 		`config file testdata/invalid-wrong-types-many.yml: line 2: push.ttl: "soon" is not a duration; write a number with a unit, like "30s", "15m" or "2h"`,
 		`config file testdata/invalid-wrong-types-many.yml: line 3: push.max_connections: "lots" is not a whole number; write an integer without quotes, like 4096`,
@@ -239,10 +242,10 @@ func TestValidateInCode(t *testing.T) {
 		}, ""},
 		{"push socket off", func(c *Config) { c.Push.Socket = "" }, ""},
 		{"min fit at the edges", func(c *Config) { c.Trend.MinFit = 0 }, ""},
-		{"listen address with host", func(c *Config) { c.Web.ListenAddress = "[::1]:10090" }, ""},
-		{"listen address without port number", func(c *Config) { c.Web.ListenAddress = "localhost:" },
+		{"listen address with host", func(c *Config) { c.Web.ListenAddress = ListenAddresses{"[::1]:10090"} }, ""},
+		{"listen address without port number", func(c *Config) { c.Web.ListenAddress = ListenAddresses{"localhost:"} },
 			`web.listen_address: "localhost:" is not host:port; use host:port or :port, like ":10090"`},
-		{"bare IPv6", func(c *Config) { c.Web.ListenAddress = "::1:10090" },
+		{"bare IPv6", func(c *Config) { c.Web.ListenAddress = ListenAddresses{"::1:10090"} },
 			`web.listen_address: "::1:10090" is not host:port; use host:port or :port, like ":10090"`},
 		{"min fit NaN", func(c *Config) { c.Trend.MinFit = math.NaN() }, `trend.min_fit: NaN is out of range; use 0 to 1`},
 		{"min fit negative", func(c *Config) { c.Trend.MinFit = -0.1 }, `trend.min_fit: -0.1 is out of range; use 0 to 1`},
@@ -332,7 +335,7 @@ func TestValidHoldsItsOwnCopy(t *testing.T) {
 	c.Log.Level = "nonsense"
 	got := v.Config()
 	got.Log.Format = "nonsense"
-	if v.Config() != Default() {
+	if !reflect.DeepEqual(v.Config(), Default()) {
 		t.Errorf("a validated config changed after Validate: %+v", v.Config())
 	}
 }
@@ -414,7 +417,8 @@ func assertAllFieldsDiffer(t *testing.T, got, def Config) {
 		key       string
 		got, want any
 	}{
-		{"web.listen_address", got.Web.ListenAddress, def.Web.ListenAddress},
+		{"web.listen_address", fmt.Sprint(got.Web.ListenAddress), fmt.Sprint(def.Web.ListenAddress)},
+		{"web.systemd_socket", got.Web.SystemdSocket, def.Web.SystemdSocket},
 		{"web.telemetry_path", got.Web.TelemetryPath, def.Web.TelemetryPath},
 		{"web.config_file", got.Web.ConfigFile, def.Web.ConfigFile},
 		{"web.read_timeout", got.Web.ReadTimeout, def.Web.ReadTimeout},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
@@ -16,6 +17,7 @@ import (
 // daemon being the default command) or on one subcommand.
 type FlagRegistrar interface {
 	Flag(name, help string) *kingpin.FlagClause
+	GetFlag(name string) *kingpin.FlagClause
 }
 
 // Flags holds the daemon's command-line flags until Load merges them over the file.
@@ -37,10 +39,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	f.configFile = r.Flag("config.file", "Path to the YAML configuration file; without it the built-in defaults are used. Flags set on the command line override the file.").PlaceHolder("PATH").String()
 	f.check = r.Flag("config.check", "Validate the configuration (file and flags), print the result and exit.").Bool()
 
-	register(f, r.Flag("web.listen-address", help("Address to serve metrics and the API on.", "web.listen_address", strconv.Quote(d.Web.ListenAddress))).PlaceHolder("ADDR"),
-		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Web.ListenAddress = v })
-	register(f, r.Flag("web.config.file", help("Path to an exporter-toolkit web configuration (TLS, basic auth).", "web.config_file", `"" (plain HTTP)`)).PlaceHolder("PATH"),
-		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Web.ConfigFile = v })
+	registerWebFlags(f, r, d)
 	register(f, r.Flag("web.telemetry-path", help("URL path that serves the metrics.", "web.telemetry_path", strconv.Quote(d.Web.TelemetryPath))).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Web.TelemetryPath = v })
 	register(f, r.Flag("path.procfs", help("Procfs mount point.", "paths.procfs", strconv.Quote(d.Paths.Procfs))).PlaceHolder("PATH"),
@@ -83,7 +82,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	register(f, r.Flag("collector.process-cmdline", help("Publish each GPU process's command line (up to 128 bytes, tokens included) in vram_process_info and the API.", "collector.process_cmdline", strconv.FormatBool(d.Collector.ProcessCmdline))),
 		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Collector.ProcessCmdline = v })
 
-	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML and the push socket.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
+	register(f, r.Flag("demo", help("Simulate GPUs and senders instead of using NVML; the push socket is then a private one in a new temporary directory (its path is logged), never the real one, unless --push.socket or the file names it.", "demo.enabled", strconv.FormatBool(d.Demo.Enabled))),
 		(*kingpin.FlagClause).Bool, func(c *Config, v bool) { c.Demo.Enabled = v })
 	register(f, r.Flag("demo.speed", help(fmt.Sprintf("Demo time acceleration, 1 to %d.", maxDemoSpeed), "demo.speed", strconv.FormatFloat(d.Demo.Speed, 'g', -1, 64))).PlaceHolder("FACTOR"),
 		(*kingpin.FlagClause).Float64, func(c *Config, v float64) { c.Demo.Speed = v })
@@ -113,6 +112,37 @@ func registerPushLimits(f *Flags, r FlagRegistrar, d Config) {
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxPoolsPerProcess = v })
 	register(f, r.Flag("push.max-series", help("Most (process, GPU, pool) all senders report together.", "push.max_series", strconv.Itoa(d.Push.MaxSeries))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxSeries = v })
+}
+
+// registerWebFlags adds exporter-toolkit's own web flags (kingpinflag: a repeatable
+// --web.listen-address, --web.systemd-socket on Linux, --web.config.file), the ones
+// every Prometheus exporter shares, then fits them to this package's rule: no kingpin
+// default (a flag overrides the file only when set) and help naming the YAML key.
+func registerWebFlags(f *Flags, r FlagRegistrar, d Config) {
+	web := kingpinflag.AddFlags(r, d.Web.ListenAddress[0])
+	adopt := func(name, text, key, def string, apply func(*Config)) {
+		fc := r.GetFlag(name)
+		if fc == nil {
+			return // --web.systemd-socket exists on Linux only
+		}
+		set := new(bool)
+		fc.Default().IsSetByUser(set).Help(help(text, key, def))
+		f.overrides = append(f.overrides, func(c *Config) {
+			if *set {
+				apply(c)
+			}
+		})
+	}
+	adopt("web.listen-address", "Address (host:port) to serve metrics and the API on; repeat the flag for several, each serving the same.",
+		"web.listen_address, a string or a list", strconv.Quote(d.Web.ListenAddress[0]),
+		func(c *Config) { c.Web.ListenAddress = append(ListenAddresses(nil), *web.WebListenAddresses...) })
+	r.GetFlag("web.listen-address").PlaceHolder("ADDR")
+	adopt("web.systemd-socket", "Serve the sockets systemd passes (socket activation) instead of listening on --web.listen-address.",
+		"web.systemd_socket", strconv.FormatBool(d.Web.SystemdSocket),
+		func(c *Config) { c.Web.SystemdSocket = *web.WebSystemdSocket })
+	adopt("web.config.file", "Path to an exporter-toolkit web configuration (TLS, basic auth).", "web.config_file", `"" (plain HTTP)`,
+		func(c *Config) { c.Web.ConfigFile = *web.WebConfigFile })
+	r.GetFlag("web.config.file").PlaceHolder("PATH")
 }
 
 // register binds one overriding flag: value makes kingpin parse into a fresh variable,

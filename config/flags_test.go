@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func load(t *testing.T, f *Flags) Config {
 
 func TestFlagsWithoutFileOrFlagsGiveDefaults(t *testing.T) {
 	f := parseArgs(t)
-	if got := load(t, f); got != Default() {
+	if got := load(t, f); !reflect.DeepEqual(got, Default()) {
 		t.Errorf("Load() = %+v, want Default()", got)
 	}
 	if f.CheckOnly() {
@@ -81,11 +82,11 @@ push:
 	got := load(t, f)
 
 	want := Default()
-	want.Web.ListenAddress = ":10091"        // file, flag left alone
-	want.NVML.PollInterval = 2 * time.Second // file, flag left alone
-	want.Log.Level = "warn"                  // flag over file
-	want.Push.TTL = time.Minute              // flag over file
-	if got != want {
+	want.Web.ListenAddress = ListenAddresses{":10091"} // file, flag left alone
+	want.NVML.PollInterval = 2 * time.Second           // file, flag left alone
+	want.Log.Level = "warn"                            // flag over file
+	want.Push.TTL = time.Minute                        // flag over file
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load()\n got %+v\nwant %+v", got, want)
 	}
 	if f.ConfigFile() != path {
@@ -137,7 +138,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 		"--demo.seed=9",
 	))
 	want := Default()
-	want.Web.ListenAddress, want.Web.TelemetryPath, want.Web.ConfigFile = "127.0.0.1:10091", "/m", "/etc/web.yml"
+	want.Web.ListenAddress, want.Web.TelemetryPath, want.Web.ConfigFile = ListenAddresses{"127.0.0.1:10091"}, "/m", "/etc/web.yml"
 	want.Paths.Procfs = "/host/proc"
 	want.NVML = NVML{PollInterval: 500 * time.Millisecond, LibraryPath: "/lib/libnvidia-ml.so.1"}
 	want.Log = Log{Level: "debug", Format: "json"}
@@ -152,7 +153,7 @@ func TestEveryFlagReachesItsKey(t *testing.T) {
 	want.Demo.Enabled = true
 	want.Demo.Speed = 60
 	want.Demo.Seed = 9
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load()\n got %+v\nwant %+v", got, want)
 	}
 }
@@ -170,7 +171,7 @@ func TestFlagsAreValidatedTogetherWithFile(t *testing.T) {
 func TestFlagsReportFileErrors(t *testing.T) {
 	path := writeFile(t, "web:\n  listen_adress: x\n")
 	_, err := parseArgs(t, "--config.file="+path).Load()
-	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`
+	want := "config file " + path + `: line 2: unknown key "listen_adress" in web; known keys: listen_address, systemd_socket, telemetry_path, config_file, read_timeout, write_timeout, idle_timeout, max_header_bytes`
 	if err == nil || err.Error() != want {
 		t.Errorf("Load() = %v, want %s", err, want)
 	}
@@ -238,7 +239,39 @@ func TestFlagHelpNamesKeyAndDefault(t *testing.T) {
 			t.Errorf("--%s has a kingpin default %q, which would hide the file's value", fl.Name, fl.Default)
 		}
 	}
-	if seen != 31 {
-		t.Errorf("%d overriding flags, want 31", seen)
+	if seen != 32 {
+		t.Errorf("%d overriding flags, want 32", seen)
+	}
+}
+
+// Naming the socket, even at its default path, is a choice the daemon must not override
+// with its per-user fallback; only a socket nobody named may fall back.
+func TestSocketChosen(t *testing.T) {
+	dir := t.TempDir()
+	yml := filepath.Join(dir, "c.yml")
+	if err := os.WriteFile(yml, []byte("push:\n  socket: "+Default().Push.Socket+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"nothing named", nil, false},
+		{"flag at the default path", []string{"--push.socket=" + Default().Push.Socket}, true},
+		{"file at the default path", []string{"--config.file=" + yml}, true},
+	} {
+		app := kingpin.New("t", "")
+		f := RegisterFlags(app)
+		if _, err := app.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		v, err := f.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Config().Push.SocketChosen; got != c.want {
+			t.Errorf("%s: SocketChosen = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -318,3 +318,23 @@ func knownKeys(path []string) []string {
 	}
 	return keys
 }
+
+// ListenAddresses is web.listen_address: one "host:port" string, the form every earlier
+// configuration file used, or a list of them.
+type ListenAddresses []string
+
+// UnmarshalYAML accepts a string or a list of strings. It uses the callback form, like
+// Push's, so the caller's decoder (and its strictness) decodes the value.
+func (l *ListenAddresses) UnmarshalYAML(unmarshal func(any) error) error {
+	var one string
+	if err := unmarshal(&one); err == nil {
+		*l = ListenAddresses{one}
+		return nil
+	}
+	var many []string
+	if err := unmarshal(&many); err != nil {
+		return &yaml.TypeError{Errors: []string{`web.listen_address is neither a "host:port" string nor a list of them; write ":10090" or [":10090", "[::1]:10091"]`}}
+	}
+	*l = many
+	return nil
+}

@@ -166,7 +166,7 @@ func behavesAsDefault(fm *kingpin.FlagModel, def string) error {
 	}
 	got := v.Config()
 	got.Push.SocketChosen = false // naming the socket is a choice, not a different default
-	if got != Default() {
+	if !reflect.DeepEqual(got, Default()) {
 		return fmt.Errorf("%s changes the configuration from Default(): %s", arg, strings.Join(diffFields("", reflect.ValueOf(got), reflect.ValueOf(Default())), "; "))
 	}
 	if f.CheckOnly() || f.ConfigFile() != "" {
@@ -184,7 +184,7 @@ func diffFields(path string, got, want reflect.Value) []string {
 		}
 		return out
 	}
-	if got.Interface() == want.Interface() {
+	if reflect.DeepEqual(got.Interface(), want.Interface()) {
 		return nil
 	}
 	return []string{fmt.Sprintf("%s %v, not %v", path, got.Interface(), want.Interface())}

@@ -295,6 +295,16 @@ receivers:
 		"--storage.path="+filepath.Join(dir, "am-data"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
 	waitHTTP(t, am, "http://"+amAddr+"/-/ready", deadline)
 
+	// A kube-state-metrics stand-in that names the fixture process's pod, scraped by both
+	// Prometheus servers, so the pod join runs in a real Prometheus.
+	ksm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# HELP kube_pod_container_info Information about a container in a pod.\n# TYPE kube_pod_container_info gauge\n"+
+			"kube_pod_container_info{namespace=%q,pod=%q,uid=%q,container=%q,image_spec=\"registry.example/server:1\",image=\"registry.example/server:1\",image_id=\"registry.example/server@sha256:0\",container_id=%q} 1\n",
+			e2ePodNamespace, e2ePod, fixturePodUID, e2eContainer, fixtureContainerID)
+	}))
+	t.Cleanup(ksm.Close)
+
 	// Prometheus with the shipped rules at test scale.
 	scaled := scaleRules(t, loadRules(t))
 	rulesFile := filepath.Join(dir, "vram_exporter.rules.yml")
@@ -317,10 +327,35 @@ scrape_configs:
   - job_name: vram_exporter
     static_configs:
       - targets: [%q, %q]
-`, rulesFile, amAddr, exporterAddr, fakeAddr))
+  - job_name: kube-state-metrics
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, rulesFile, amAddr, exporterAddr, fakeAddr, strings.TrimPrefix(ksm.URL, "http://")))
 	prom := startProc(t, "prometheus", nil, promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"), "--web.listen-address="+promAddr)
 	waitHTTP(t, prom, "http://"+promAddr+"/-/ready", deadline)
+
+	// A second Prometheus with NO rules loaded, the way a user who only imports the
+	// dashboards has it: every dashboard query must fill from raw series alone.
+	bareAddr := freePort(t)
+	writeFile(t, filepath.Join(dir, "prometheus-bare.yml"), fmt.Sprintf(`
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: vram_exporter
+    static_configs:
+      - targets: [%q, %q]
+  - job_name: kube-state-metrics
+    honor_labels: true
+    static_configs:
+      - targets: [%q]
+`, exporterAddr, fakeAddr, strings.TrimPrefix(ksm.URL, "http://")))
+	bare := startProc(t, "prometheus-bare", nil, promBin, "--config.file="+filepath.Join(dir, "prometheus-bare.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "prom-bare-data"), "--web.listen-address="+bareAddr)
+	waitHTTP(t, bare, "http://"+bareAddr+"/-/ready", deadline)
 
 	// The leaking process.
 	clientDir, _ := filepath.Abs("../client/python")
@@ -382,13 +417,15 @@ scrape_configs:
 		t.Errorf("Alertmanager API does not list the leak alert for pid %s: %s", pid, body)
 	}
 
-	// Every dashboard query, and every variable's selector, returns data.
-	n := 0
+	// Every dashboard query, and every variable's selector, returns data from the
+	// Prometheus WITHOUT rules; only a panel of firing alerts (ALERTS alone) needs the
+	// alerting rules, and is asked of the Prometheus that has them.
+	n, onRules := 0, 0
 	for _, d := range loadDashboards(t) {
 		for _, v := range d.Templating.List {
 			if v.Type == "query" {
-				if res := query(t, promAddr, labelValuesSelector(v.Definition)); len(res) == 0 {
-					t.Errorf("%s variable %s: %s returned no data", d.UID, v.Name, v.Definition)
+				if res := query(t, bareAddr, labelValuesSelector(v.Definition)); len(res) == 0 {
+					t.Errorf("%s variable %s: %s returned no data without rules", d.UID, v.Name, v.Definition)
 				}
 				n++
 			}
@@ -396,14 +433,57 @@ scrape_configs:
 		for _, p := range d.allPanels() {
 			for _, tg := range p.Targets {
 				q := dashboardVars(tg.Expr, "30s")
-				if res := query(t, promAddr, q); len(res) == 0 {
-					t.Errorf("%s panel %q target %s returned no data: %s", d.UID, p.Title, tg.RefID, q)
+				addr, where := bareAddr, "without rules"
+				if onlyAlerts(t, q) {
+					addr, where = promAddr, "with the alerting rules"
+					onRules++
+				}
+				if res := query(t, addr, q); len(res) == 0 {
+					t.Errorf("%s panel %q target %s returned no data %s: %s", d.UID, p.Title, tg.RefID, where, q)
 				}
 				n++
 			}
 		}
 	}
-	t.Logf("%d dashboard queries returned data", n)
+	t.Logf("%d dashboard queries returned data, %d of them from a Prometheus without rules", n, n-onRules)
+
+	// The pod join in a real Prometheus: the process table names the fixture process's
+	// pod (from the kube-state-metrics stand-in) and keeps the real exporter's python
+	// process, which runs outside any container, with an empty pod.
+	var table string
+	for _, d := range loadDashboards(t) {
+		for _, p := range d.allPanels() {
+			if d.UID == "vram-process" && p.Title == "Process" {
+				table = dashboardVars(p.Targets[0].Expr, "30s")
+			}
+		}
+	}
+	rows := queryLabels(t, bareAddr, table)
+	podOf := map[string]string{}
+	for _, r := range rows {
+		if podOf[r["instance"]+"/"+r["pid"]] != "" {
+			t.Errorf("process table: two rows for pid %s on %s: %v", r["pid"], r["instance"], rows)
+		}
+		podOf[r["instance"]+"/"+r["pid"]] = r["namespace"] + "/" + r["pod"] + "/" + r["container"] + "."
+	}
+	if got, want := podOf[fakeAddr+"/4242"], e2ePodNamespace+"/"+e2ePod+"/"+e2eContainer+"."; got != want {
+		t.Errorf("process table: pid 4242 of the fixture node is in %q, want %q: %v", got, want, rows)
+	}
+	if got := podOf[exporterAddr+"/"+pid]; got != "//." {
+		t.Errorf("process table: the python process (pid %s, no container) is in %q, want no pod: %v", pid, got, rows)
+	}
+	t.Logf("process table without rules: %v", podOf)
+
+	// The recording rule the alerts use agrees with the dashboards' inline join.
+	recorded := map[string]string{}
+	for _, r := range queryLabels(t, promAddr, "instance_pid:vram_process_info:pod") {
+		recorded[r["instance"]+"/"+r["pid"]] = r["namespace"] + "/" + r["pod"] + "/" + r["container"] + "."
+	}
+	for k, v := range podOf {
+		if recorded[k] != v {
+			t.Errorf("instance_pid:vram_process_info:pod says %s is in %q, the dashboards' join %q", k, recorded[k], v)
+		}
+	}
 
 	// promtool check metrics on the live exposition of the real exporter.
 	resp, err = http.Get("http://" + exporterAddr + "/metrics")
@@ -420,6 +500,46 @@ scrape_configs:
 		t.Errorf("promtool check metrics on the live /metrics: %v\n%s", err, out)
 	}
 	t.Logf("promtool check metrics: clean on %d bytes of live /metrics; alerts seen by Alertmanager's webhook: %v", len(live), keysOf(seen))
+}
+
+// The pod the kube-state-metrics stand-in gives the fixture node's container.
+const (
+	e2ePodNamespace    = "serving"
+	e2ePod             = "llm-0"
+	e2eContainer       = "server"
+	fixturePodUID      = "0f8b6a3e-1111-2222-3333-444455556666"
+	fixtureContainerID = "containerd://abababababababababababababababababababababababababababababababab"
+)
+
+// onlyAlerts says whether a query selects nothing but ALERTS, which only alerting rules make.
+func onlyAlerts(t *testing.T, q string) bool {
+	t.Helper()
+	e, err := parseExpr(q)
+	if err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	for _, s := range selectors(e) {
+		if s.metric != "ALERTS" {
+			return false
+		}
+	}
+	return true
+}
+
+// queryLabels runs an instant query and returns each result's labels.
+func queryLabels(t *testing.T, promAddr, q string) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	for _, raw := range query(t, promAddr, q) {
+		var r struct {
+			Metric map[string]string `json:"metric"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("query %s: %v", q, err)
+		}
+		out = append(out, r.Metric)
+	}
+	return out
 }
 
 func keysOf(m map[string]bool) []string {

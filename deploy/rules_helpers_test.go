@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 )
@@ -85,14 +87,24 @@ func selectors(e parser.Expr) []selectorUse {
 			return nil
 		}
 		s := selectorUse{metric: vs.Name}
+		// {__name__=~"a|b"} (a dashboard variable over several metrics) selects each
+		// of a and b; any other regular expression stays one name the checks reject.
+		names := []string{vs.Name}
 		for _, m := range vs.LabelMatchers {
 			if m.Name == "__name__" {
 				s.metric = m.Value
+				names = []string{m.Value}
+				if m.Type == labels.MatchRegexp && regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:|]*$`).MatchString(m.Value) {
+					names = strings.Split(m.Value, "|")
+				}
 				continue
 			}
 			s.labels = append(s.labels, m.Name)
 		}
-		out = append(out, s)
+		for _, n := range names {
+			s.metric = n
+			out = append(out, s)
+		}
 		return nil
 	})
 	return out

@@ -20,6 +20,14 @@ var promSynthetic = map[string]bool{"up": true, "ALERTS": true}
 // identityLabels are added by Prometheus (target labels), not by the exporter.
 var targetLabels = map[string]bool{"instance": true, "job": true}
 
+// foreignMetrics are other exporters' series the rules and dashboards may join, with
+// the labels they carry: kube-state-metrics' kube_pod_container_info names a container
+// ID's namespace, pod and container (scraped with honor_labels, so the labels are its own).
+var foreignMetrics = map[string]map[string]bool{
+	"kube_pod_container_info": {"namespace": true, "pod": true, "uid": true, "container": true,
+		"image_spec": true, "image": true, "image_id": true, "container_id": true},
+}
+
 // checkExpr parses expr and checks that every metric it selects is produced by the
 // exporter or by a recording rule, with labels that metric has.
 func checkExpr(t *testing.T, where, expr string, exported map[string]map[string]bool, recorded map[string]bool) {
@@ -38,6 +46,12 @@ func checkExpr(t *testing.T, where, expr string, exported map[string]map[string]
 		case s.metric == "":
 			t.Errorf("%s: a selector without a metric name in %q", where, expr)
 		case promSynthetic[s.metric] || recorded[s.metric]:
+		case foreignMetrics[s.metric] != nil:
+			for _, l := range s.labels {
+				if !targetLabels[l] && !foreignMetrics[s.metric][l] {
+					t.Errorf("%s: %s has no label %q", where, s.metric, l)
+				}
+			}
 		case exported[s.metric] == nil:
 			t.Errorf("%s: metric %s is neither produced by the exporter nor recorded by a rule", where, s.metric)
 		default:
@@ -127,8 +141,13 @@ func TestAlertsHaveSeverityAnnotationsAndRunbooks(t *testing.T) {
 	anchors := runbookAnchors(t)
 	// Alerts about one process must name it, its container and its GPU; alerts about a
 	// GPU must name the GPU and the largest process on it.
-	perProcess := []string{"$labels.pid", "$labels.comm", "$labels.container_id", "$labels.uuid", "$labels.gpu", "$labels.name", "$labels.instance"}
-	perGPU := []string{"$labels.uuid", "$labels.gpu", "$labels.name", "$labels.instance", ".Labels.comm", ".Labels.pid", ".Labels.container_id"}
+	// Both name the pod (namespace, pod, container) where kube-state-metrics knows it.
+	perProcess := []string{"$labels.pid", "$labels.comm", "$labels.container_id", "$labels.uuid", "$labels.gpu", "$labels.name", "$labels.instance",
+		".Labels.namespace", ".Labels.pod", ".Labels.container"}
+	perGPU := []string{"$labels.uuid", "$labels.gpu", "$labels.name", "$labels.instance", ".Labels.comm", ".Labels.pid", ".Labels.container_id",
+		".Labels.namespace", ".Labels.pod", ".Labels.container"}
+	// A per-process alert's summary names the pod when known, else comm and pid.
+	perProcessSummary := []string{"$labels.pid", "$labels.comm", ".Labels.namespace", ".Labels.pod", ".Labels.container"}
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "" {
@@ -167,6 +186,13 @@ func TestAlertsHaveSeverityAnnotationsAndRunbooks(t *testing.T) {
 			for _, m := range must {
 				if !strings.Contains(r.Annotations["description"], m) {
 					t.Errorf("%s: description does not name %s", r.Alert, m)
+				}
+			}
+			if len(must) > 0 && must[0] == perProcess[0] {
+				for _, m := range perProcessSummary {
+					if !strings.Contains(r.Annotations["summary"], m) {
+						t.Errorf("%s: summary does not name %s", r.Alert, m)
+					}
 				}
 			}
 			if must == nil && !strings.HasPrefix(r.Expr, "absent(") && !strings.Contains(r.Annotations["description"], "$labels.instance") {

@@ -141,11 +141,16 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 		return err
 	}
 	defer closeRecorder()
-	ln, err := listenHTTP(cfg)
+	lns, err := listenHTTP(cfg)
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // a no-op once the HTTP server has closed it
+	defer closeAll(lns) // a no-op once the HTTP server has closed them
+	cfg, removeDemoSocket, err := demoPushSocket(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer removeDemoSocket()
 	pushes, err := openPush(cfg, src.store, src.clock, src.processStart, logger.Named("push"))
 	if err != nil {
 		return err
@@ -183,7 +188,7 @@ func serve(ctx context.Context, cfg config.Config, logger *zap.Logger) error {
 			}
 		})
 	}
-	httpErr := serveHTTP(ctx, ln, handler, cfg, logger)
+	httpErr := serveHTTP(ctx, lns, handler, cfg, logger)
 	cancel()
 	wg.Wait()
 	return httpErr
@@ -253,6 +258,25 @@ func newStore(cfg config.Config, clk clock.Clock) (*push.Store, error) {
 		return nil, fmt.Errorf("push store: %w", err)
 	}
 	return store, nil
+}
+
+// demoPushSocket gives demo mode a private push socket in a new temporary directory
+// unless the file or a flag names one: opening the real default would mix real pushes
+// into the simulated node and take the socket from a real daemon on the same host. The
+// private one still serves (the push families stay live, and a client pointed at it
+// joins the demo); the returned function removes it.
+func demoPushSocket(cfg config.Config, logger *zap.Logger) (config.Config, func(), error) {
+	if !cfg.Demo.Enabled || cfg.Push.SocketChosen {
+		return cfg, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "vram_exporter-demo-")
+	if err != nil {
+		return cfg, nil, fmt.Errorf("demo mode's private push socket directory: %w (or name one with --push.socket)", err)
+	}
+	cfg.Push.Socket = filepath.Join(dir, "push.sock")
+	logger.Info("demo mode: private push socket, not the real one; point a client at it with VRAM_EXPORTER_SOCKET, or name a socket with --push.socket",
+		zap.String("path", cfg.Push.Socket))
+	return cfg, func() { _ = os.RemoveAll(dir) }, nil
 }
 
 // openPush opens the push socket feeding store; nil without error when it is disabled

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -61,9 +62,15 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 			Version:     version.Info(),
 			Links: []web.LandingLinks{
 				{Address: cfg.Web.TelemetryPath, Text: "Metrics"},
-				{Address: "/api/v1/status", Text: "JSON API", Description: "status, /api/v1/gpus, /api/v1/processes (docs/api.md)"},
+				{Address: "/api/v1/status", Text: "/api/v1/status", Description: "the daemon's sources and settings (JSON API, docs/api.md)"},
+				{Address: "/api/v1/gpus", Text: "/api/v1/gpus", Description: "each GPU's memory and exhaustion forecast"},
+				{Address: "/api/v1/processes", Text: "/api/v1/processes", Description: "each process's memory, pools and verdict"},
 				{Address: "/-/healthy", Text: "Health"},
+				{Address: "/-/ready", Text: "Readiness"},
 			},
+			// The toolkit links /debug/pprof/ by default; the daemon serves no
+			// profiling endpoint, so the links were dead.
+			Profiling: "false",
 		})
 		if err != nil {
 			return nil, fmt.Errorf("landing page: %w", err)
@@ -121,31 +128,65 @@ func landingDescription(cfg config.Config) string {
 	return desc
 }
 
-// listenHTTP binds --web.listen-address early, so a busy port fails the start before the
-// push socket exists.
-func listenHTTP(cfg config.Config) (net.Listener, error) {
-	ln, err := net.Listen("tcp", cfg.Web.ListenAddress)
-	if err != nil {
-		return nil, fmt.Errorf("cannot listen on --web.listen-address %s: %w", cfg.Web.ListenAddress, err)
+// listenHTTP binds every --web.listen-address early, so a busy port fails the start
+// before the push socket exists, or takes the sockets systemd passed
+// (--web.systemd-socket). It binds them itself rather than leaving it to the toolkit's
+// web.ListenAndServe (which does the same, then serves through web.ServeMultiple as
+// serveHTTP does) for that early failure and to log each resolved address (":0").
+func listenHTTP(cfg config.Config) ([]net.Listener, error) {
+	if cfg.Web.SystemdSocket {
+		lns, err := activation.Listeners()
+		if err != nil {
+			return nil, fmt.Errorf("--web.systemd-socket: reading the sockets systemd passed: %w", err)
+		}
+		var out []net.Listener
+		for _, ln := range lns {
+			if ln != nil { // a passed descriptor that is not a stream socket
+				out = append(out, ln)
+			}
+		}
+		if len(out) == 0 {
+			return nil, errors.New("--web.systemd-socket: systemd passed no listening socket (LISTEN_FDS unset or 0); start the daemon from a .socket unit, or drop the flag to listen on --web.listen-address")
+		}
+		return out, nil
 	}
-	return ln, nil
+	var out []net.Listener
+	for _, a := range cfg.Web.ListenAddress {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			closeAll(out)
+			return nil, fmt.Errorf("cannot listen on --web.listen-address %s: %w", a, err)
+		}
+		out = append(out, ln)
+	}
+	return out, nil
 }
 
-// serveHTTP serves handler on ln through the exporter-toolkit (TLS and basic auth from
-// --web.config.file) until ctx is done, then shuts the server down. Its "listening" line
-// is the one that names the address (tests and scripts read it to find a :0 port), and
-// it comes last at start: everything else is up by then.
-func serveHTTP(ctx context.Context, ln net.Listener, handler http.Handler, cfg config.Config, logger *zap.Logger) error {
-	logger.Info("listening", zap.String("address", ln.Addr().String()), zap.String("telemetry_path", cfg.Web.TelemetryPath))
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		_ = ln.Close()
+	}
+}
+
+// serveHTTP serves handler on every listener through the exporter-toolkit (TLS and
+// basic auth from --web.config.file) until ctx is done, then shuts the server down. Its
+// "listening" lines name the addresses (tests and scripts read them to find a :0 port),
+// and they come last at start: everything else is up by then.
+func serveHTTP(ctx context.Context, lns []net.Listener, handler http.Handler, cfg config.Config, logger *zap.Logger) error {
+	addrs := make([]string, 0, len(lns))
+	for _, ln := range lns {
+		addrs = append(addrs, ln.Addr().String())
+		logger.Info("listening", zap.String("address", ln.Addr().String()), zap.String("telemetry_path", cfg.Web.TelemetryPath),
+			zap.Bool("systemd_socket", cfg.Web.SystemdSocket))
+	}
 	srv := newHTTPServer(handler, cfg.Web)
 	webCfg := cfg.Web.ConfigFile
-	systemd := false
-	addrs := []string{cfg.Web.ListenAddress}
+	systemd := cfg.Web.SystemdSocket
 	flagCfg := &web.FlagConfig{WebListenAddresses: &addrs, WebSystemdSocket: &systemd, WebConfigFile: &webCfg}
 	slogger := slog.New(toolkitLogHandler{zapslog.NewHandler(logger.Named("web").Core())})
 
 	errc := make(chan error, 1)
-	go func() { errc <- web.ServeMultiple([]net.Listener{ln}, srv, flagCfg, slogger) }()
+	go func() { errc <- web.ServeMultiple(lns, srv, flagCfg, slogger) }()
 	select {
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {

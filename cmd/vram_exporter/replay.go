@@ -31,7 +31,7 @@ type replayCmd struct {
 
 func registerReplay(app *kingpin.Application) *replayCmd {
 	c := &replayCmd{cmd: app.Command("replay", "Run the leak detector over a recorded trace (--trace.record) at full speed and print verdict changes.")}
-	c.cmd.Flag("input", "Trace file (JSON lines) to replay; --input=- reads standard input.").Required().PlaceHolder("PATH").StringVar(&c.input)
+	c.cmd.Flag("input", "Trace file (JSON lines, plain or gzip-compressed like the shipped leak/eval/testdata/*.jsonl.gz) to replay; --input=- reads standard input.").Required().PlaceHolder("PATH").StringVar(&c.input)
 	c.cmd.Flag("output", "Output format: "+strings.Join(replay.Formats(), " or ")+" (table for people, json for JSON lines).").
 		Default(replay.FormatTable).EnumVar(&c.output, replay.Formats()...)
 	c.cmd.Flag("config.file", "The daemon's YAML configuration file, for its trend settings (the detector's); without it the built-in defaults. The flags below override it.").
@@ -87,7 +87,13 @@ func (c *replayCmd) run(_ context.Context, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
-	sum, err := replay.Run(in, stdout, trendConfig(cfg), c.output)
+	plain, err := replay.Decompress(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "vram_exporter replay: %s: %v\n", c.input, err)
+		return 1
+	}
+	defer plain.Close()
+	sum, err := replay.Run(plain, stdout, trendConfig(cfg), c.output)
 	// What was skipped goes to stderr either way, so neither format's output changes
 	// and a partly broken trace is never replayed silently.
 	if s := sum.Skipped(5); s != "" {
