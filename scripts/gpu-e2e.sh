@@ -86,6 +86,23 @@ sleep 2
 scrape "$OUT/metrics-phase2-after-exit.txt"
 if grep -q "pid=\"$pc\"" "$OUT/metrics-phase2-after-exit.txt"; then echo "FAIL series of exited pid $pc still exported"; fail=1; else echo "PASS exited client vanished from /metrics"; fi
 
+if [ "${VISIBLE:-1}" = 1 ]; then
+  # The join is by GPU UUID, never the CUDA index: CUDA_VISIBLE_DEVICES names the GPU by
+  # its UUID here (on a multi-GPU host it would also renumber); the pushed pools must
+  # still land on the UUID NVML reports, with the same figures as phase 2.
+  echo "== phase 2b: CUDA_VISIBLE_DEVICES=<uuid> (one GPU: what a single-GPU host can check of the multi-GPU join)"
+  vis=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
+  CUDA_VISIBLE_DEVICES="$vis" python3 "$here/gpu/pushcheck.py" "$sock" "$work/pushcheck-vis.json" "$work/push-vis.ready" &
+  pv=$!
+  pids+=("$pv")
+  wait_file "$work/push-vis.ready" || fail=1
+  sleep 3
+  scrape "$OUT/metrics-phase2b.txt"
+  cp "$work/pushcheck-vis.json" "$OUT/pushcheck-vis.json"
+  python3 "$here/gpu/compare.py" phase2 "$OUT/metrics-phase2b.txt" "$work/pushcheck-vis.json" | tee "$OUT/phase2b.txt" || fail=1
+  kill "$pv"; wait "$pv" 2>/dev/null
+fi
+
 if [ "$TRACE_SECONDS" -gt 0 ]; then
   echo "== phase 3: real serving loops for ${TRACE_SECONDS}s, recording a trace"
   loops=()
