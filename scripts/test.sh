@@ -110,6 +110,9 @@ echo "== go test -race"
 # test that leaves a binary, socket or file behind fails the run. The name is short:
 # unix socket paths under it are limited to 107 bytes.
 test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/vt.XXXXXX")
+# Like /tmp: the hostile and permission tests run parts of themselves as an unprivileged
+# user (uid 65534), who must reach their t.TempDir() under it.
+chmod 1777 "$test_tmp"
 trap 'rm -rf "$test_tmp"' EXIT
 TMPDIR="$test_tmp" go test -race -count=1 ./...
 left=$(ls -A "$test_tmp")
