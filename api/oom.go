@@ -32,8 +32,8 @@ type OOM struct {
 	// Events counts the events since the daemon first saw the process, per kind (every
 	// kind present, from 0).
 	Events map[OOMKind]uint64 `json:"events"`
-	// Last is the newest classified event, null when every event was of kind unknown
-	// for lack of figures.
+	// Last is the newest event the daemon received, null when it has received none
+	// (only counts, or events lost between messages).
 	Last *OOMEvent `json:"last"`
 }
 

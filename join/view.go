@@ -88,6 +88,13 @@ type Process struct {
 
 	Trend    trend.Result
 	HasTrend bool
+
+	// The diagnosis (diagnosis.go). OOM is nil until the process sends oom_seq for
+	// this GPU. ReclaimableBytes is the cache of its top-level pools that the runtime
+	// hands back on request (torch's empty_cache, CuPy's free_all_blocks); a JAX or
+	// TensorRT pool is never counted: neither gives memory back while the process lives.
+	OOM              *OOMStats
+	ReclaimableBytes uint64
 }
 
 // Runtime describes one push connection's runtime and client labels.
@@ -95,6 +102,8 @@ type Runtime struct {
 	Name    string
 	Version string
 	Labels  map[string]string
+	// Allocator holds the runtime's allocator settings as pushed (nil when none).
+	Allocator map[string]string
 }
 
 // Sample is what the trend engine (and a recorded trace) sees of p at t: the driver's
