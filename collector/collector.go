@@ -94,6 +94,7 @@ func (c *Collector) gather(e *emitter) []*dto.MetricFamily {
 	}
 	e.gauge(c.d.demo, b2f(v.Demo))
 	c.collectRuntimeInfo(e, v)
+	c.collectDiagnosis(e, v)
 	return e.families()
 }
 

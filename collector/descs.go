@@ -32,6 +32,7 @@ type descs struct {
 	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *metricDesc
 	collectorSuccess, collectorDuration, demo                            *metricDesc
 	duplicates, duplicateBytes, headroom, largestWorker                  *metricDesc
+	diag                                                                 diagDescs
 }
 
 // Every family is a gauge unless its name ends in _total.
@@ -100,6 +101,8 @@ func newDescs() descs {
 		collectorSuccess:  nd("collector_success", "1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.", "collector"),
 		collectorDuration: nd("collector_duration_seconds", "Time the named collector took in this scrape.", "collector"),
 		demo:              nd("demo_mode", "1 when the daemon runs on a simulated node (demo mode): the data is NOT from real GPUs."),
+
+		diag: newDiagDescs(),
 	}
 }
 
@@ -116,6 +119,7 @@ func (d descs) all() []*metricDesc {
 		d.collectorSuccess, d.collectorDuration, d.demo,
 		d.duplicates, d.duplicateBytes, d.headroom, d.largestWorker,
 	}
+	out = append(out, d.diag.all()...)
 	return out
 }
 
