@@ -62,7 +62,7 @@ const (
 	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents
 	oomFields     = fSeq | fSource | fRequested | fDeviceFree | fDeviceLimit | fAllocated | fReserved |
 		fInactiveSplit | fLargestFreeBlock
-	poolFields    = fName | fParent | fAllocated | fReserved | fPeakAllocated | fActive |
+	poolFields = fName | fParent | fAllocated | fReserved | fPeakAllocated | fActive |
 		fInactiveSplit | fLimit | fAllocRetries | fOOMs
 )
 
