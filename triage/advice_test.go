@@ -115,7 +115,7 @@ func TestReclaimWords(t *testing.T) {
 	}
 	for _, g := range []api.GPU{
 		{FreeBytes: 40 * gib, ReclaimableBytes: 31 * gib, ReclaimableProcesses: 3}, // plenty free: not the page
-		{FreeBytes: 0, ReclaimableBytes: gib - 1, ReclaimableProcesses: 1},          // too little to matter
+		{FreeBytes: 0, ReclaimableBytes: gib - 1, ReclaimableProcesses: 1},         // too little to matter
 	} {
 		if got := reclaimWords(g); got != "" {
 			t.Errorf("%+v: got %q, want nothing", g, got)
