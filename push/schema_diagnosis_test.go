@@ -2,6 +2,8 @@ package push
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,4 +108,22 @@ func TestDecodeDiagnosisRejects(t *testing.T) {
 		{"oom_seq fraction", withOOM(`"oom_seq":1.5`), ReasonInvalidBytes},
 		{"events an object", withOOM(`"oom_seq":1,"oom_events":{}`), ReasonSchema},
 	})
+}
+
+// testdata/python_diagnosis.json is what client/python's Reporter encodes for a torch
+// process after one OOM (client/python/test_diagnosis.py checks it; UPDATE_FIXTURES=1
+// rewrites it): the two sides agree on the wire.
+func TestDecodePythonClientDiagnosis(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "python_diagnosis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		t.Fatalf("the Python client's message is rejected: %v", err)
+	}
+	if m.Allocator["expandable_segments"] != "True" || len(m.Devices) != 1 || m.Devices[0].OOMSeq.Value != 1 ||
+		len(m.Devices[0].OOMEvents) != 1 || m.Devices[0].OOMEvents[0].Requested.Value != 3<<30 {
+		t.Errorf("decoded %+v", m)
+	}
 }
