@@ -85,7 +85,7 @@ func (a allocator) cacheAdvice() string {
 		case a.settings["allocator"] == "platform":
 			return "XLA_PYTHON_CLIENT_ALLOCATOR=platform frees on release, so this is memory in use"
 		case a.jaxPreallocates():
-			return fmt.Sprintf("XLA preallocated %s of the GPU at start (XLA_PYTHON_CLIENT_PREALLOCATE): not a leak and not returned while the process lives; XLA_PYTHON_CLIENT_PREALLOCATE=false or a lower XLA_PYTHON_CLIENT_MEM_FRACTION shares the GPU", a.jaxFraction())
+			return fmt.Sprintf("XLA preallocated its pool at start (XLA_PYTHON_CLIENT_MEM_FRACTION=%s): not a leak, and not returned while the process lives; XLA_PYTHON_CLIENT_PREALLOCATE=false or a lower XLA_PYTHON_CLIENT_MEM_FRACTION shares the GPU", a.jaxFraction())
 		}
 		return "XLA's BFC allocator keeps what it has grown until the process exits; XLA_PYTHON_CLIENT_ALLOCATOR=platform frees on release, at a speed cost"
 	case "cupy":

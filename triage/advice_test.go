@@ -35,10 +35,10 @@ func TestCacheAdviceByRuntimeAndSettings(t *testing.T) {
 		{"torch cudaMallocAsync", steadyCached("torch", map[string]string{"backend": "cudaMallocAsync"}),
 			[]string{"cudaMallocAsync"}, []string{"expandable_segments:True"}},
 		// The measured case: a JAX process advised torch's cures.
-		{"jax preallocated (default)", steadyCached("jax", nil), []string{"XLA preallocated 0.75", "XLA_PYTHON_CLIENT_PREALLOCATE=false"},
+		{"jax preallocated (default)", steadyCached("jax", nil), []string{"XLA_PYTHON_CLIENT_MEM_FRACTION=0.75)", "XLA_PYTHON_CLIENT_PREALLOCATE=false"},
 			[]string{"empty_cache", "expandable_segments"}},
 		{"jax preallocated, fraction set", steadyCached("jax", map[string]string{"preallocate": "true", "mem_fraction": "0.5"}),
-			[]string{"XLA preallocated 0.5"}, []string{"empty_cache", "expandable_segments"}},
+			[]string{"XLA_PYTHON_CLIENT_MEM_FRACTION=0.5)"}, []string{"empty_cache", "expandable_segments"}},
 		{"jax without preallocation", steadyCached("jax", map[string]string{"preallocate": "false"}),
 			[]string{"BFC allocator keeps", "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}, []string{"empty_cache", "expandable_segments", "preallocated"}},
 		{"cupy", steadyCached("cupy", map[string]string{"pool_limit": "4294967296"}), []string{"free_all_blocks()", "; the pool is capped at 4 GiB"},
