@@ -176,6 +176,15 @@ type Process struct {
 	ReclaimableBytes *uint64 `json:"reclaimable_bytes"`
 	// OOM is null until the process's client reports out-of-memory events.
 	OOM *OOM `json:"oom"`
+	// PhasePeaks are the peak allocated bytes per named phase since the process's
+	// previous push, sorted by phase ([] when it reports none).
+	PhasePeaks []PhasePeak `json:"phase_peaks"`
+}
+
+// PhasePeak is the highest allocated bytes inside one phase of a process.
+type PhasePeak struct {
+	Phase              string `json:"phase"`
+	PeakAllocatedBytes uint64 `json:"peak_allocated_bytes"`
 }
 
 // Facts are the host's facts about a process.

@@ -30,3 +30,11 @@ func oomStats(s *join.OOMStats) *api.OOM {
 	}
 	return out
 }
+
+func phasePeaks(ps []push.PhasePeak) []api.PhasePeak {
+	out := make([]api.PhasePeak, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, api.PhasePeak{Phase: p.Phase, PeakAllocatedBytes: p.PeakAllocated})
+	}
+	return out
+}

@@ -259,6 +259,7 @@ func BuildProcesses(v *join.View) api.Processes {
 			o.UnattributedBytes = ptr(p.UnattributedBytes)
 		}
 		o.OOM = oomStats(p.OOM)
+		o.PhasePeaks = phasePeaks(p.PhasePeaks)
 		if p.HasTrend {
 			t := &api.Trend{Verdict: string(p.Trend.Verdict), Since: p.Trend.Since.UTC(), Reason: p.Trend.Reason,
 				Growth: growths(p.Trend.Growth)}

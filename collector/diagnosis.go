@@ -19,7 +19,7 @@ var oomLabels = []string{"pid", "uuid", "gpu", "kind"}
 
 type diagDescs struct {
 	oomEvents, oomRequested, oomFree, oomCached, oomLargest, oomFloor, oomTime *metricDesc
-	reclaimable, allocatorInfo                                                 *metricDesc
+	reclaimable, allocatorInfo, phasePeak                                      *metricDesc
 }
 
 func newDiagDescs() diagDescs {
@@ -35,12 +35,14 @@ func newDiagDescs() diagDescs {
 		reclaimable:  nd("gpu_reclaimable_bytes", "Bytes the GPU's processes hold cached (reserved minus allocated of top-level pools) that their runtime hands back on request: torch (torch.cuda.empty_cache()) and CuPy (free_all_blocks()). JAX's preallocated pool and TensorRT memory are never counted.", gpuLabels...),
 		allocatorInfo: nd("runtime_allocator_info", "A runtime's allocator setting as the process pushed it (PYTORCH_CUDA_ALLOC_CONF keys, XLA_PYTHON_CLIENT_* variables, CuPy's pool limit, TensorRT's allocation strategy); always 1. See docs/protocol.md.",
 			"pid", "runtime", "setting", "value"),
+		phasePeak: nd("runtime_phase_peak_bytes", "Peak allocated bytes inside a named phase of the process (reporter.phase) since its previous push, from the runtime's peak counter reset when the phase begins. The counter is process-wide: phases running at once in two threads see each other's allocations.",
+			"pid", "uuid", "gpu", "phase"),
 	}
 }
 
 func (d diagDescs) all() []*metricDesc {
 	return []*metricDesc{d.oomEvents, d.oomRequested, d.oomFree, d.oomCached, d.oomLargest, d.oomFloor, d.oomTime,
-		d.reclaimable, d.allocatorInfo}
+		d.reclaimable, d.allocatorInfo, d.phasePeak}
 }
 
 func (c *Collector) collectDiagnosis(e *emitter, v *join.View) {
@@ -67,6 +69,12 @@ func (c *Collector) collectDiagnosis(e *emitter, v *join.View) {
 			optGauge(e, d.oomFloor, push.Optional{Value: l.Floor.Bytes, Set: true}, lv...)
 		}
 		e.gauge(d.oomTime, float64(l.Time.UnixNano())/1e9, lv...)
+	}
+	for i := range v.Processes {
+		p := &v.Processes[i]
+		for _, ph := range p.PhasePeaks {
+			gauge(e, d.phasePeak, ph.PeakAllocated, pidLabel(p.PID), p.UUID, p.GPU, ph.Phase)
+		}
 	}
 	if v.NVML.Up {
 		for _, r := range capacity.Reclaimable(v) {

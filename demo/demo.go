@@ -147,6 +147,7 @@ type template struct {
 	prealloc  float64           // reserved from the start (JAX's preallocated pool)
 	contexts  int               // TensorRT execution contexts of ctxBytes each
 	ctxBytes  float64
+	phases    []string          // reporter.phase names, each peaking at a larger share of act
 }
 
 // proc is one generation of a template.
@@ -340,6 +341,7 @@ func (n *Node) templates() []*template {
 			comm: "python3", cmdline: "python3 segment_server.py --workers 8", startAt: 9,
 			weights: gib(1.5), act: mib(900), cacheExtra: mib(300), ctx0: mib(520), ctx1: mib(640), rss: gib(2.9), push: true,
 			pod: n.podUID(), container: true, allocator: map[string]string{"expandable_segments": "True"},
+			phases: []string{"decode_image", "encode", "postprocess"},
 		},
 	)
 	// More GPUs than scenarios need: healthy replicas of the chat server.
@@ -645,6 +647,12 @@ func (n *Node) push(p *proc, s int64, store Store) {
 		pools = append(pools, push.Pool{Name: "vllm.kv_cache", Parent: "torch", Allocated: uint64(p.kvUsed), Reserved: uint64(p.t.kv)})
 	}
 	dev := push.Device{UUID: n.uuids[p.gpu], Pools: pools}
+	for i, ph := range p.t.phases {
+		// The middle phase (the model's forward pass) peaks highest. No random draw here:
+		// messages are built only for the last seconds of a catch-up (pushWindow).
+		share := [...]float64{0.35, 1, 0.2}[i%3]
+		dev.PhasePeaks = append(dev.PhasePeaks, push.PhasePeak{Phase: ph, PeakAllocated: uint64(p.t.weights + share*p.t.act)})
+	}
 	if p.oomSeq > 0 {
 		dev.OOMSeq, dev.OOMEvents = set(float64(p.oomSeq)), slices.Clone(p.oomEvents)
 	}

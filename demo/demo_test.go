@@ -368,6 +368,13 @@ func wire(m push.Message) map[string]any {
 		if evs != nil {
 			dev["oom_events"] = evs
 		}
+		var phs []any
+		for _, ph := range d.PhasePeaks {
+			phs = append(phs, map[string]any{"phase": ph.Phase, "peak_allocated": ph.PeakAllocated})
+		}
+		if phs != nil {
+			dev["phase_peaks"] = phs
+		}
 		devs = append(devs, dev)
 	}
 	out := map[string]any{

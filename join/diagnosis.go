@@ -1,6 +1,8 @@
 package join
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/api"
@@ -113,10 +115,20 @@ func (d *diagnosis) observe(v *View) {
 	// the higher count wins.
 	streams := map[pu]oomStream{}
 	reclaim := map[pu]uint64{}
+	type phases struct {
+		at    time.Time
+		peaks []push.PhasePeak
+	}
+	peaks := map[pu]phases{}
 	for _, s := range v.Senders {
 		returns := returnsCache(s.Msg.Runtime)
 		for _, dev := range s.Msg.Devices {
 			k := pu{s.PID, dev.UUID}
+			if len(dev.PhasePeaks) > 0 {
+				if cur, ok := peaks[k]; !ok || s.LastSeen.After(cur.at) {
+					peaks[k] = phases{s.LastSeen, dev.PhasePeaks}
+				}
+			}
 			if dev.OOMSeq.Set {
 				if cur, ok := streams[k]; !ok || dev.OOMSeq.Value > cur.seq {
 					streams[k] = oomStream{dev.OOMSeq.Value, dev.OOMEvents}
@@ -153,6 +165,10 @@ func (d *diagnosis) observe(v *View) {
 			p.OOM = st.stats()
 		}
 		p.ReclaimableBytes = reclaim[pu{p.PID, p.UUID}]
+		if ph, ok := peaks[pu{p.PID, p.UUID}]; ok {
+			p.PhasePeaks = slices.Clone(ph.peaks)
+			slices.SortFunc(p.PhasePeaks, func(a, b push.PhasePeak) int { return strings.Compare(a.Phase, b.Phase) })
+		}
 	}
 	for k, st := range d.state {
 		if now.Sub(st.seen) > d.idle {

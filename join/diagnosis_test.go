@@ -137,3 +137,20 @@ func TestReclaimableByRuntime(t *testing.T) {
 		t.Errorf("allocator settings not joined: %+v", p.Runtimes)
 	}
 }
+
+// The newest message with phase peaks wins; phases are sorted by name.
+func TestPhasePeaksFromTheNewestMessage(t *testing.T) {
+	now := time.Unix(1000, 0)
+	dev := func(peaks ...push.PhasePeak) push.Device {
+		return push.Device{UUID: gpuA, Pools: []push.Pool{{Name: "torch", Allocated: GiB, Reserved: 2 * GiB}}, PhasePeaks: peaks}
+	}
+	older := sender(1, 100, now.Add(-time.Second), dev(push.PhasePeak{Phase: "infer", PeakAllocated: 1}))
+	newer := sender(2, 100, now, dev(push.PhasePeak{Phase: "preprocess", PeakAllocated: 3}, push.PhasePeak{Phase: "infer", PeakAllocated: 2}))
+	quiet := sender(3, 100, now.Add(time.Second), dev())
+	j := New(&fakeNVML{snapshot(now)}, &fakePush{[]push.Sender{older, newer, quiet}}, nil, Options{Clock: clock.NewFake(now)}, zap.NewNop())
+	got := find(t, j.Tick(), 100, gpuA).PhasePeaks
+	want := []push.PhasePeak{{Phase: "infer", PeakAllocated: 2}, {Phase: "preprocess", PeakAllocated: 3}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("phase peaks %+v, want %+v", got, want)
+	}
+}

@@ -95,6 +95,9 @@ type Process struct {
 	// TensorRT pool is never counted: neither gives memory back while the process lives.
 	OOM              *OOMStats
 	ReclaimableBytes uint64
+	// PhasePeaks are the phase peaks of the newest message that reported any, sorted
+	// by phase; nil when the process reports none.
+	PhasePeaks []push.PhasePeak
 }
 
 // Runtime describes one push connection's runtime and client labels.

@@ -27,6 +27,8 @@ const (
 	MaxAllocatorKeyBytes   = 32
 	MaxAllocatorValueBytes = 64
 	MaxOOMEvents           = 8
+	MaxPhases              = 16
+	MaxPhaseBytes          = 32
 	// MaxValue bounds every byte and counter field (1 PiB): far above any GPU, and low
 	// enough that sums over pools and devices can never overflow a uint64 or lose
 	// precision in a float64.
@@ -58,6 +60,15 @@ type Device struct {
 	// daemon counts each Seq once.
 	OOMSeq    Optional
 	OOMEvents []OOMEvent
+	// PhasePeaks is the peak allocated bytes inside each named phase of the process
+	// (with reporter.phase(…)) since the previous message, nil when none ran.
+	PhasePeaks []PhasePeak
+}
+
+// PhasePeak is the highest allocated bytes seen inside one phase since the last push.
+type PhasePeak struct {
+	Phase         string
+	PeakAllocated uint64
 }
 
 // OOMEvent is what the runtime knew at the instant an allocation failed. Every figure
@@ -132,6 +143,7 @@ const (
 	ReasonInvalidAllocator   = "invalid_allocator"
 	ReasonTooManyOOMEvents   = "too_many_oom_events"
 	ReasonInvalidOOMEvent    = "invalid_oom_event"
+	ReasonInvalidPhase       = "invalid_phase"
 )
 
 // reasons is the closed set, in a fixed order, so counters can live in an array.
@@ -140,7 +152,7 @@ var reasons = [...]string{
 	ReasonInvalidRuntime, ReasonInvalidLabel, ReasonTooManyLabels, ReasonTooManyDevices,
 	ReasonInvalidUUID, ReasonTooManyPools, ReasonInvalidPool, ReasonInvalidBytes,
 	ReasonNoPID, ReasonRateLimited, ReasonTooManyProcesses,
-	ReasonInvalidAllocator, ReasonTooManyOOMEvents, ReasonInvalidOOMEvent,
+	ReasonInvalidAllocator, ReasonTooManyOOMEvents, ReasonInvalidOOMEvent, ReasonInvalidPhase,
 }
 
 // Reasons returns every reject reason, so a collector can export each at zero from the

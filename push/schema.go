@@ -57,9 +57,12 @@ const (
 	fDeviceFree
 	fDeviceLimit
 	fLargestFreeBlock
+	fPhasePeaks
+	fPhase
 
 	messageFields = fV | fRuntime | fRuntimeVersion | fLabels | fClientDropped | fDevices | fAllocator
-	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents
+	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents | fPhasePeaks
+	phaseFields   = fPhase | fPeakAllocated
 	oomFields     = fSeq | fSource | fRequested | fDeviceFree | fDeviceLimit | fAllocated | fReserved |
 		fInactiveSplit | fLargestFreeBlock
 	poolFields = fName | fParent | fAllocated | fReserved | fPeakAllocated | fActive |
@@ -124,6 +127,10 @@ func fieldOf(name []byte) field {
 		return fDeviceLimit
 	case "largest_free_block":
 		return fLargestFreeBlock
+	case "phase_peaks":
+		return fPhasePeaks
+	case "phase":
+		return fPhase
 	}
 	return 0
 }
@@ -319,6 +326,8 @@ func (r *reader) device() (Device, *RejectError) {
 			dev.OOMSeq, err = r.optional("oom_seq")
 		case fOOMEvents:
 			dev.OOMEvents, err = r.oomEvents()
+		case fPhasePeaks:
+			dev.PhasePeaks, err = r.phasePeaks()
 		default:
 			err = r.skip()
 		}

@@ -190,3 +190,62 @@ func checkOOMEvents(dev Device) *RejectError {
 	}
 	return nil
 }
+
+var phasePattern = fmt.Sprintf("^[a-z][a-z0-9_]{0,%d}$", MaxPhaseBytes-1)
+
+func (r *reader) phasePeaks() ([]PhasePeak, *RejectError) {
+	null, err := r.open(jsontext.KindBeginArray, "phase_peaks", true)
+	if err != nil || null {
+		return nil, err
+	}
+	var out []PhasePeak
+	for {
+		more, err := r.element(jsontext.KindBeginObject, "phase_peaks[]")
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+		if len(out) == MaxPhases {
+			return nil, reject(ReasonInvalidPhase, "more than %d phases on one device", MaxPhases)
+		}
+		var ph PhasePeak
+		var seen field
+		for {
+			f, more, err := r.member(phaseFields, &seen, "a phase peak")
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				break
+			}
+			switch f {
+			case fPhase:
+				var s []byte
+				if s, _, err = r.str("phase", false); err == nil {
+					if !validAllocatorKey(s) || len(s) > MaxPhaseBytes {
+						err = reject(ReasonInvalidPhase, "phase %s must match %s", quote(string(s)), phasePattern)
+					}
+					ph.Phase = string(s)
+				}
+			case fPeakAllocated:
+				ph.PeakAllocated, _, err = r.uint("peak_allocated", false)
+			default:
+				err = r.skip()
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if seen&fPhase == 0 || seen&fPeakAllocated == 0 {
+			return nil, reject(ReasonSchema, `phase peak without required field "phase" or "peak_allocated"`)
+		}
+		for _, o := range out {
+			if o.Phase == ph.Phase {
+				return nil, reject(ReasonInvalidPhase, "phase %s appears twice", quote(ph.Phase))
+			}
+		}
+		out = append(out, ph)
+	}
+}

@@ -127,3 +127,30 @@ func TestDecodePythonClientDiagnosis(t *testing.T) {
 		t.Errorf("decoded %+v", m)
 	}
 }
+
+func TestDecodePhasePeaks(t *testing.T) {
+	m, err := Decode([]byte(withOOM(`"phase_peaks":[{"phase":"preprocess","peak_allocated":5},{"phase":"infer","peak_allocated":9,"x":1}]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []PhasePeak{{"preprocess", 5}, {"infer", 9}}; !reflect.DeepEqual(m.Devices[0].PhasePeaks, want) {
+		t.Errorf("PhasePeaks = %+v, want %+v", m.Devices[0].PhasePeaks, want)
+	}
+	phases := func(n int) string {
+		var parts []string
+		for i := range n {
+			parts = append(parts, fmt.Sprintf(`{"phase":"p%d","peak_allocated":1}`, i))
+		}
+		return `"phase_peaks":[` + strings.Join(parts, ",") + `]`
+	}
+	runReasonCases(t, []reasonCase{
+		{"16 phases", withOOM(phases(MaxPhases)), ""},
+		{"17 phases", withOOM(phases(MaxPhases + 1)), ReasonInvalidPhase},
+		{"phase twice", withOOM(`"phase_peaks":[{"phase":"a","peak_allocated":1},{"phase":"a","peak_allocated":2}]`), ReasonInvalidPhase},
+		{"phase upper case", withOOM(`"phase_peaks":[{"phase":"Infer","peak_allocated":1}]`), ReasonInvalidPhase},
+		{"phase too long", withOOM(`"phase_peaks":[{"phase":"` + strings.Repeat("p", MaxPhaseBytes+1) + `","peak_allocated":1}]`), ReasonInvalidPhase},
+		{"phase without peak", withOOM(`"phase_peaks":[{"phase":"a"}]`), ReasonSchema},
+		{"phase peak null", withOOM(`"phase_peaks":[{"phase":"a","peak_allocated":null}]`), ReasonSchema},
+		{"phase_peaks null", withOOM(`"phase_peaks":null`), ""},
+	})
+}

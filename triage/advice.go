@@ -211,3 +211,28 @@ func fragmentationAdvice(a allocator, e api.OOMEvent) string {
 	}
 	return "return the runtime's cache before the large allocation"
 }
+
+// phaseWords names the phase where the process peaks, beside the next highest: the
+// phase to bound first when memory is short.
+func phaseWords(p api.Process) string {
+	if len(p.PhasePeaks) == 0 {
+		return ""
+	}
+	top := p.PhasePeaks[0]
+	for _, ph := range p.PhasePeaks[1:] {
+		if ph.PeakAllocatedBytes > top.PeakAllocatedBytes {
+			top = ph
+		}
+	}
+	s := fmt.Sprintf("allocated peaks in phase %s (%s)", top.Phase, bytesText(float64(top.PeakAllocatedBytes)))
+	var second *api.PhasePeak
+	for i, ph := range p.PhasePeaks {
+		if ph.Phase != top.Phase && (second == nil || ph.PeakAllocatedBytes > second.PeakAllocatedBytes) {
+			second = &p.PhasePeaks[i]
+		}
+	}
+	if second != nil {
+		s += fmt.Sprintf(", then %s (%s)", second.Phase, bytesText(float64(second.PeakAllocatedBytes)))
+	}
+	return s
+}

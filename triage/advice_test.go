@@ -126,3 +126,17 @@ func TestReclaimWords(t *testing.T) {
 		t.Errorf("headroom words %q", got)
 	}
 }
+
+func TestPhaseWordsNameThePeak(t *testing.T) {
+	p := steadyCached("torch", nil)
+	if got := phaseWords(p); got != "" {
+		t.Errorf("no phases: %q", got)
+	}
+	p.PhasePeaks = []api.PhasePeak{{Phase: "infer", PeakAllocatedBytes: 1 * gib}, {Phase: "postprocess", PeakAllocatedBytes: 512 << 20}, {Phase: "preprocess", PeakAllocatedBytes: 3 * gib}}
+	if got, want := phaseWords(p), "allocated peaks in phase preprocess (3 GiB), then infer (1 GiB)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if d := diagnose(p, nil, time.Unix(10000, 0), true); !strings.Contains(d, "allocated peaks in phase preprocess") {
+		t.Errorf("diagnosis lacks the phase: %s", d)
+	}
+}

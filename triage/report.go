@@ -357,6 +357,9 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 	if o := oomWords(p); o != "" {
 		parts = append([]string{o}, parts...)
 	}
+	if ph := phaseWords(p); ph != "" {
+		parts = append(parts, ph)
+	}
 	switch {
 	case p.UnknownDevice:
 		parts = append(parts, "pushes a GPU UUID that NVML does not know (check the client's device mapping)")

@@ -10,7 +10,7 @@ import unittest
 from unittest import mock
 
 import vram_exporter_client as vec
-from test_vram_exporter_client import UUID0, Base, fake_torch, torch_stats
+from test_vram_exporter_client import UUID0, Base, fake_torch, torch_stats  # noqa: F401
 
 GIB = 1 << 30
 
@@ -137,6 +137,77 @@ class WireFixtureTest(unittest.TestCase):
                 f.write(self.encode())
         with open(path, "rb") as f:
             self.assertEqual(f.read(), self.encode())
+
+
+def torch_with_peaks(stats):
+    """fake torch with a peak counter: set_peak(n) is what the next phase will read."""
+    torch, _ = torch_with_observer(stats)
+    state = {"peak": 0, "resets": 0}
+    torch.cuda.current_device = lambda: 0
+
+    def reset(dev):
+        state["resets"] += 1
+        state["peak"] = 0
+    torch.cuda.reset_peak_memory_stats = reset
+    torch.cuda.max_memory_allocated = lambda dev: state["peak"]
+    return torch, state
+
+
+class PhaseTest(Base):
+    def test_phase_peaks_max_since_last_push(self):
+        torch, state = torch_with_peaks(torch_stats(GIB, 2 * GIB))
+        srv = self.server()
+        with mock.patch.dict("sys.modules", {"torch": torch}):
+            r = self.reporter(sources=[vec.torch_source()])
+
+            @r.phased("infer")
+            def infer(n):
+                state["peak"] = n
+                return n
+
+            with r.phase("preprocess"):
+                state["peak"] = 3 * GIB
+            self.assertEqual(infer(GIB), GIB)
+            infer(2 * GIB)
+            infer(GIB // 2)  # max since the last push, not the last value
+            self.assertEqual(state["resets"], 4, "the counter is reset when each phase begins")
+            self.assertTrue(r.sample_now())
+            dev = srv.get()[2]["devices"][0]
+            self.assertEqual(dev["phase_peaks"], [{"phase": "infer", "peak_allocated": 2 * GIB},
+                                                  {"phase": "preprocess", "peak_allocated": 3 * GIB}])
+            self.assertTrue(r.sample_now())
+            self.assertNotIn("phase_peaks", srv.get()[2]["devices"][0], "sent peaks are not repeated")
+
+    def test_peaks_kept_when_the_send_fails(self):
+        torch, state = torch_with_peaks(torch_stats(GIB, 2 * GIB))
+        with mock.patch.dict("sys.modules", {"torch": torch}):
+            r = self.reporter(sources=[vec.torch_source()])  # no server: sends fail
+            with r.phase("infer"):
+                state["peak"] = GIB
+            self.assertFalse(r.sample_now())
+            srv = self.server()
+            r._next_connect = 0.0  # no backoff wait in the test
+            self.assertTrue(r.sample_now())
+            self.assertEqual(srv.get()[2]["devices"][0]["phase_peaks"], [{"phase": "infer", "peak_allocated": GIB}])
+
+    def test_invalid_names_and_bounds(self):
+        torch, state = torch_with_peaks(torch_stats(GIB, 2 * GIB))
+        with mock.patch.dict("sys.modules", {"torch": torch}):
+            r = self.reporter(sources=[vec.torch_source()])
+            with r.phase("Bad Name"):
+                state["peak"] = GIB
+            self.assertEqual(state["resets"], 0, "an invalid phase touches no counter")
+            for i in range(vec.MAX_PHASES + 2):
+                with r.phase("p%d" % i):
+                    state["peak"] = i
+        self.assertEqual(len(r._phases[UUID0]), vec.MAX_PHASES)
+
+    def test_phase_without_torch_does_nothing(self):
+        r = self.reporter()
+        with mock.patch.dict("sys.modules", {"torch": None}):
+            with r.phase("infer"):
+                pass
+        self.assertEqual(r._phases, {})
 
 
 class SettingsTest(Base):

@@ -18,6 +18,7 @@ context by itself.
 """
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import time
 import weakref
 from typing import (
     TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
-    Sequence, Set, Tuple, Union, cast,
+    Sequence, Set, Tuple, TypeVar, Union, cast,
 )
 
 if TYPE_CHECKING:  # ctypes is imported only when libcuda is first needed
@@ -61,6 +62,7 @@ MAX_DEVICES = 16
 MAX_POOLS = 32
 MAX_OOM_EVENTS = 8  # protocol: newest OOM events sent per device
 MAX_ALLOCATOR_SETTINGS = 16
+MAX_PHASES = 16  # protocol: phase peaks per device
 # memory_snapshot() walks every block of the allocator: affordable once per OOM, not per
 # OOM of a process failing a thousand requests a second.
 OOM_SNAPSHOT_EVERY = 10.0
@@ -88,6 +90,8 @@ _POOL_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.:-]{0,63}$")
 _EXTRA_FIELD_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _SETTING_KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 _SETTING_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
+_PHASE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_F = TypeVar("_F", bound=Callable[..., Any])
 _RESERVED_LABELS = frozenset((
     "pid", "uuid", "gpu", "pool", "parent", "runtime", "runtime_version", "series",
     "window", "verdict", "reason", "comm", "container_id", "pod_uid", "instance", "job",
@@ -987,6 +991,43 @@ def _validate_labels(labels: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     return out
 
 
+class _Phase(object):
+    """The context manager of Reporter.phase()."""
+
+    def __init__(self, reporter: "Reporter", name: str) -> None:
+        self._r = reporter
+        self._name = name if isinstance(name, str) and _PHASE_RE.match(name) else None
+        self._dev: Optional[int] = None
+        if self._name is None:
+            reporter._warn("phase:%r" % (name,), "invalid phase name %r (want ^[a-z][a-z0-9_]{0,31}$); not recorded", name)
+
+    def __enter__(self) -> "_Phase":
+        try:
+            torch: Any = sys.modules.get("torch")  # never imported for the caller
+            cuda = getattr(torch, "cuda", None) if torch is not None else None
+            if self._name is not None and cuda is not None and cuda.is_initialized():
+                dev = int(cuda.current_device())
+                cuda.reset_peak_memory_stats(dev)
+                self._dev = dev
+        except Exception as exc:  # noqa: BLE001
+            self._r._warn("phase", "cannot reset the peak counter: %s", exc)
+        return self
+
+    def __exit__(self, *exc: Any) -> "Literal[False]":
+        dev, self._dev = self._dev, None
+        if dev is None or self._name is None:
+            return False
+        try:
+            cuda = sys.modules["torch"].cuda
+            peak = _as_int(cuda.max_memory_allocated(dev))
+            u = self._r._phase_uuid(cuda, dev)
+            if peak is not None and u is not None:
+                self._r._record_phase(u, self._name, peak)
+        except Exception as exc:  # noqa: BLE001
+            self._r._warn("phase", "cannot read the peak counter: %s", exc)
+        return False
+
+
 class Reporter(object):
     """Pushes this process's GPU allocator statistics to vram_exporter.
 
@@ -1065,6 +1106,9 @@ class Reporter(object):
         self._rv_cache: Dict[Any, Optional[str]] = {}
         # allocator settings of the message's runtime, re-read every SETTINGS_EVERY s
         self._settings: Optional[Tuple[str, float, str]] = None  # (runtime, when, JSON)
+        # phase peaks since the last message sent: uuid -> phase -> bytes
+        self._phases: Dict[str, Dict[str, int]] = {}
+        self._phase_uuids: Dict[int, str] = {}
         _track_for_fork(self)
 
     # ---- counters ------------------------------------------------------------------
@@ -1141,6 +1185,54 @@ class Reporter(object):
                     self._static_order = [x for x in self._static_order if x != k]
         except Exception:  # noqa: BLE001
             pass
+
+    # ---- phases --------------------------------------------------------------------
+    def phase(self, name: str) -> "_Phase":
+        """`with reporter.phase("preprocess"):` records the peak allocated bytes inside
+        the block (torch: the current device's peak counter, reset when the block
+        begins), pushed as the phase's peak since the previous message.  The counter is
+        process-wide: two phases running at once in two threads see each other's
+        allocations, and the pool's peak_allocated becomes "since the last reset".
+        Names: ^[a-z][a-z0-9_]{0,31}$, at most 16 per GPU.  Never raises."""
+        return _Phase(self, name)
+
+    def phased(self, name: str) -> Callable[[_F], _F]:
+        """Decorator form of phase(): `@reporter.phased("infer")`."""
+        def wrap(fn: _F) -> _F:
+            @functools.wraps(fn)
+            def inner(*args: Any, **kw: Any) -> Any:
+                with self.phase(name):
+                    return fn(*args, **kw)
+            return cast(_F, inner)
+        return wrap
+
+    def _phase_uuid(self, cuda: Any, dev: int) -> Optional[str]:
+        u = self._phase_uuids.get(dev)
+        if u is None:
+            try:
+                u = _prefix_uuid(getattr(cuda.get_device_properties(dev), "uuid", None))
+            except Exception:  # noqa: BLE001
+                u = None
+            if u is None:
+                u = cuda_uuid(dev)
+            if u is not None:
+                self._phase_uuids[dev] = u
+        return u
+
+    def _record_phase(self, uuid: str, name: str, peak: int) -> None:
+        with self._state_lock:
+            per = self._phases.setdefault(uuid, {})
+            if name not in per and len(per) >= MAX_PHASES:
+                self._warn("phases", "more than %d phases on %s; phase %r not recorded", MAX_PHASES, uuid, name)
+                return
+            per[name] = max(per.get(name, 0), peak)
+
+    def _phase_fragment(self, uuid: str, taken: Dict[str, Dict[str, int]]) -> str:
+        per = taken.get(uuid)
+        if not per:
+            return ""
+        return ',"phase_peaks":[%s]' % ",".join(
+            '{"phase":"%s","peak_allocated":%d}' % (n, min(v, MAX_VALUE)) for n, v in sorted(per.items()))
 
     # ---- sampling ------------------------------------------------------------------
     def _collect(self) -> Tuple[str, Optional[str], List[Tuple[str, List[str]]]]:
@@ -1356,9 +1448,11 @@ class Reporter(object):
             h += ',"client_dropped":'
             head = self._head = ((runtime, rversion, settings), h)
         parts = [head[1], str(int(dropped)), ',"devices":[']
+        with self._state_lock:
+            taken = self._phases
         for i, (u, frags) in enumerate(devices):
-            parts.append('%s{"uuid":"%s","pools":[%s]%s}' % ("," if i else "", u, ",".join(frags),
-                                                           _OOM_LOG.fragment(u)))
+            parts.append('%s{"uuid":"%s","pools":[%s]%s%s}' % ("," if i else "", u, ",".join(frags),
+                                                             _OOM_LOG.fragment(u), self._phase_fragment(u, taken)))
         parts.append("]}")
         return "".join(parts).encode("utf-8")
 
@@ -1388,7 +1482,16 @@ class Reporter(object):
                     self._warn("too_large", "sample of %d bytes is over %d bytes; dropped",
                                len(data), MAX_MESSAGE_BYTES)
                     return False
-                return self._send_locked(data)
+                with self._state_lock:
+                    taken, self._phases = self._phases, {}
+                ok = self._send_locked(data)
+                if not ok:  # keep the peaks for the next message
+                    with self._state_lock:
+                        for u, per in taken.items():
+                            mine = self._phases.setdefault(u, {})
+                            for n, v in per.items():
+                                mine[n] = max(mine.get(n, 0), v)
+                return ok
         except Exception as exc:  # noqa: BLE001
             try:
                 self._errors += 1
