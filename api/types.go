@@ -179,6 +179,21 @@ type Process struct {
 	// PhasePeaks are the peak allocated bytes per named phase since the process's
 	// previous push, sorted by phase ([] when it reports none).
 	PhasePeaks []PhasePeak `json:"phase_peaks"`
+	// TRTEngines are the process's TensorRT engines on this GPU ([] when none).
+	TRTEngines []TRTEngine `json:"trt_engines"`
+}
+
+// TRTEngine is one TensorRT engine and its execution contexts; figures the client did
+// not report are null.
+type TRTEngine struct {
+	Engine   string `json:"engine"`
+	Contexts uint64 `json:"contexts"`
+	// ContextBytes is one context's activation memory; HeldBytes all contexts'.
+	ContextBytes         *uint64 `json:"context_bytes"`
+	HeldBytes            *uint64 `json:"held_bytes"`
+	WeightsBytes         *uint64 `json:"weights_bytes"`
+	StreamableBytes      *uint64 `json:"streamable_bytes"`
+	StreamingBudgetBytes *uint64 `json:"streaming_budget_bytes"`
 }
 
 // PhasePeak is the highest allocated bytes inside one phase of a process.

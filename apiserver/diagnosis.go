@@ -38,3 +38,13 @@ func phasePeaks(ps []push.PhasePeak) []api.PhasePeak {
 	}
 	return out
 }
+
+func trtEngines(es []push.TRTEngine) []api.TRTEngine {
+	out := make([]api.TRTEngine, 0, len(es))
+	for _, e := range es {
+		out = append(out, api.TRTEngine{Engine: e.Engine, Contexts: e.Contexts, ContextBytes: opt(e.ContextBytes),
+			HeldBytes: opt(e.HeldBytes), WeightsBytes: opt(e.WeightsBytes), StreamableBytes: opt(e.StreamableBytes),
+			StreamingBudgetBytes: opt(e.StreamingBudgetBytes)})
+	}
+	return out
+}

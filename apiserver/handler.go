@@ -260,6 +260,7 @@ func BuildProcesses(v *join.View) api.Processes {
 		}
 		o.OOM = oomStats(p.OOM)
 		o.PhasePeaks = phasePeaks(p.PhasePeaks)
+		o.TRTEngines = trtEngines(p.TRTEngines)
 		if p.HasTrend {
 			t := &api.Trend{Verdict: string(p.Trend.Verdict), Since: p.Trend.Since.UTC(), Reason: p.Trend.Reason,
 				Growth: growths(p.Trend.Growth)}

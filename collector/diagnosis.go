@@ -18,9 +18,12 @@ import (
 var oomLabels = []string{"pid", "uuid", "gpu", "kind"}
 
 type diagDescs struct {
-	oomEvents, oomRequested, oomFree, oomCached, oomLargest, oomFloor, oomTime *metricDesc
-	reclaimable, allocatorInfo, phasePeak                                      *metricDesc
+	oomEvents, oomRequested, oomFree, oomCached, oomLargest, oomFloor, oomTime  *metricDesc
+	reclaimable, allocatorInfo, phasePeak                                       *metricDesc
+	trtContexts, trtContextBytes, trtHeld, trtWeights, trtStreamable, trtBudget *metricDesc
 }
+
+var engineLabels = []string{"pid", "uuid", "gpu", "engine"}
 
 func newDiagDescs() diagDescs {
 	last := " of the process's last out-of-memory event on the GPU (kind is that event's kind); absent while the runtime did not report it."
@@ -37,12 +40,19 @@ func newDiagDescs() diagDescs {
 			"pid", "runtime", "setting", "value"),
 		phasePeak: nd("runtime_phase_peak_bytes", "Peak allocated bytes inside a named phase of the process (reporter.phase) since its previous push, from the runtime's peak counter reset when the phase begins. The counter is process-wide: phases running at once in two threads see each other's allocations.",
 			"pid", "uuid", "gpu", "phase"),
+		trtContexts:     nd("trt_engine_contexts", "Execution contexts of a TensorRT engine, as the client's TensorRTTracker pushed them.", engineLabels...),
+		trtContextBytes: nd("trt_context_activation_bytes", "Device memory one execution context of the engine needs for activations (the largest of its contexts: device_memory_size_v2, or per profile).", engineLabels...),
+		trtHeld:         nd("trt_engine_activation_held_bytes", "Activation memory all contexts of the engine hold together: contexts × per-context size, less when contexts share one user-managed buffer.", engineLabels...),
+		trtWeights:      nd("trt_engine_weights_bytes", "Resident weights of the TensorRT engine.", engineLabels...),
+		trtStreamable:   nd("trt_engine_streamable_weights_bytes", "Streamable weights of the engine under weight streaming.", engineLabels...),
+		trtBudget:       nd("trt_engine_weight_streaming_budget_bytes", "Weight-streaming budget: the streamable weights kept resident.", engineLabels...),
 	}
 }
 
 func (d diagDescs) all() []*metricDesc {
 	return []*metricDesc{d.oomEvents, d.oomRequested, d.oomFree, d.oomCached, d.oomLargest, d.oomFloor, d.oomTime,
-		d.reclaimable, d.allocatorInfo, d.phasePeak}
+		d.reclaimable, d.allocatorInfo, d.phasePeak,
+		d.trtContexts, d.trtContextBytes, d.trtHeld, d.trtWeights, d.trtStreamable, d.trtBudget}
 }
 
 func (c *Collector) collectDiagnosis(e *emitter, v *join.View) {
@@ -74,6 +84,15 @@ func (c *Collector) collectDiagnosis(e *emitter, v *join.View) {
 		p := &v.Processes[i]
 		for _, ph := range p.PhasePeaks {
 			gauge(e, d.phasePeak, ph.PeakAllocated, pidLabel(p.PID), p.UUID, p.GPU, ph.Phase)
+		}
+		for _, en := range p.TRTEngines {
+			lv := []string{pidLabel(p.PID), p.UUID, p.GPU, en.Engine}
+			gauge(e, d.trtContexts, en.Contexts, lv...)
+			optGauge(e, d.trtContextBytes, en.ContextBytes, lv...)
+			optGauge(e, d.trtHeld, en.HeldBytes, lv...)
+			optGauge(e, d.trtWeights, en.WeightsBytes, lv...)
+			optGauge(e, d.trtStreamable, en.StreamableBytes, lv...)
+			optGauge(e, d.trtBudget, en.StreamingBudgetBytes, lv...)
 		}
 	}
 	if v.NVML.Up {

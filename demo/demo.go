@@ -680,8 +680,17 @@ func (n *Node) pushOther(p *proc, store Store) {
 			pools = append(pools, push.Pool{Name: fmt.Sprintf("trt.context.%d", i), Allocated: uint64(p.t.ctxBytes), Reserved: uint64(p.t.ctxBytes)})
 		}
 	}
+	dev := push.Device{UUID: n.uuids[p.gpu], Pools: pools}
+	if rt == "tensorrt" {
+		// Each context has its own activation memory (the static strategy): four times
+		// what one buffer shared by contexts that never run at once would hold. Part of
+		// the weights stream (a budget below the streamable size).
+		dev.TRTEngines = []push.TRTEngine{{Engine: "trt.weights", Contexts: uint64(p.t.contexts),
+			ContextBytes: set(p.t.ctxBytes), HeldBytes: set(float64(p.t.contexts) * p.t.ctxBytes), WeightsBytes: set(p.t.weights),
+			StreamableBytes: set(p.t.weights), StreamingBudgetBytes: set(0.75 * p.t.weights)}}
+	}
 	msg := push.Message{V: push.Version, Runtime: rt, RuntimeVersion: version, Labels: p.labels, ClientDropped: p.dropped,
-		Devices: []push.Device{{UUID: n.uuids[p.gpu], Pools: pools}}, Allocator: p.t.allocator}
+		Devices: []push.Device{dev}, Allocator: p.t.allocator}
 	_ = store.Update(p.connID, p.connected, push.Cred{PID: p.pid, UID: 1000, GID: 1000}, msg)
 }
 

@@ -375,6 +375,19 @@ func wire(m push.Message) map[string]any {
 		if phs != nil {
 			dev["phase_peaks"] = phs
 		}
+		var engs []any
+		for _, e := range d.TRTEngines {
+			en := map[string]any{"engine": e.Engine, "contexts": e.Contexts}
+			opt(en, "context_bytes", e.ContextBytes)
+			opt(en, "held_bytes", e.HeldBytes)
+			opt(en, "weights_bytes", e.WeightsBytes)
+			opt(en, "streamable_bytes", e.StreamableBytes)
+			opt(en, "streaming_budget_bytes", e.StreamingBudgetBytes)
+			engs = append(engs, en)
+		}
+		if engs != nil {
+			dev["trt_engines"] = engs
+		}
 		devs = append(devs, dev)
 	}
 	out := map[string]any{

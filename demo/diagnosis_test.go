@@ -38,8 +38,8 @@ func TestDiagnosisScenariosThroughTheRealJoin(t *testing.T) {
 				t.Errorf("jax: runtimes %+v, reclaimable %d", pr.Runtimes, pr.ReclaimableBytes)
 			}
 		case TensorRTContexts:
-			if len(pr.Pools) != 5 {
-				t.Errorf("tensorrt: %d pools, want weights and four contexts", len(pr.Pools))
+			if len(pr.Pools) != 5 || len(pr.TRTEngines) != 1 || pr.TRTEngines[0].Contexts != 4 {
+				t.Errorf("tensorrt: %d pools, engines %+v; want weights and four contexts", len(pr.Pools), pr.TRTEngines)
 			}
 		}
 	}

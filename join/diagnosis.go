@@ -120,10 +120,20 @@ func (d *diagnosis) observe(v *View) {
 		peaks []push.PhasePeak
 	}
 	peaks := map[pu]phases{}
+	type engines struct {
+		at  time.Time
+		all []push.TRTEngine
+	}
+	trt := map[pu]engines{}
 	for _, s := range v.Senders {
 		returns := returnsCache(s.Msg.Runtime)
 		for _, dev := range s.Msg.Devices {
 			k := pu{s.PID, dev.UUID}
+			if len(dev.TRTEngines) > 0 {
+				if cur, ok := trt[k]; !ok || s.LastSeen.After(cur.at) {
+					trt[k] = engines{s.LastSeen, dev.TRTEngines}
+				}
+			}
 			if len(dev.PhasePeaks) > 0 {
 				if cur, ok := peaks[k]; !ok || s.LastSeen.After(cur.at) {
 					peaks[k] = phases{s.LastSeen, dev.PhasePeaks}
@@ -165,6 +175,9 @@ func (d *diagnosis) observe(v *View) {
 			p.OOM = st.stats()
 		}
 		p.ReclaimableBytes = reclaim[pu{p.PID, p.UUID}]
+		if e, ok := trt[pu{p.PID, p.UUID}]; ok {
+			p.TRTEngines = e.all
+		}
 		if ph, ok := peaks[pu{p.PID, p.UUID}]; ok {
 			p.PhasePeaks = slices.Clone(ph.peaks)
 			slices.SortFunc(p.PhasePeaks, func(a, b push.PhasePeak) int { return strings.Compare(a.Phase, b.Phase) })

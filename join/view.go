@@ -98,6 +98,8 @@ type Process struct {
 	// PhasePeaks are the phase peaks of the newest message that reported any, sorted
 	// by phase; nil when the process reports none.
 	PhasePeaks []push.PhasePeak
+	// TRTEngines are the TensorRT engines of the newest message that reported any.
+	TRTEngines []push.TRTEngine
 }
 
 // Runtime describes one push connection's runtime and client labels.

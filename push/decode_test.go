@@ -215,8 +215,8 @@ func TestDecodeRejects(t *testing.T) {
 
 func TestReasonsComplete(t *testing.T) {
 	got := Reasons()
-	if len(got) != 19 {
-		t.Fatalf("Reasons() has %d entries, the protocol lists 19", len(got))
+	if len(got) != 20 {
+		t.Fatalf("Reasons() has %d entries, the protocol lists 20", len(got))
 	}
 	for _, r := range got {
 		if reasonIndex(r) < 0 {

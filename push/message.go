@@ -28,6 +28,7 @@ const (
 	MaxAllocatorValueBytes = 64
 	MaxOOMEvents           = 8
 	MaxPhases              = 16
+	MaxTRTEngines          = 8
 	MaxPhaseBytes          = 32
 	// MaxValue bounds every byte and counter field (1 PiB): far above any GPU, and low
 	// enough that sums over pools and devices can never overflow a uint64 or lose
@@ -63,6 +64,22 @@ type Device struct {
 	// PhasePeaks is the peak allocated bytes inside each named phase of the process
 	// (with reporter.phase(…)) since the previous message, nil when none ran.
 	PhasePeaks []PhasePeak
+	// TRTEngines are the TensorRT engines of the process on this device with their
+	// execution contexts (the client's TensorRTTracker), nil when none.
+	TRTEngines []TRTEngine
+}
+
+// TRTEngine is one TensorRT engine and the activation memory of its contexts.
+type TRTEngine struct {
+	Engine   string // the engine's pool name
+	Contexts uint64
+	// ContextBytes is the largest device memory one context needs for activations;
+	// HeldBytes what all contexts hold together (less than Contexts × ContextBytes when
+	// contexts share one user-managed buffer).
+	ContextBytes, HeldBytes Optional
+	WeightsBytes            Optional
+	// StreamableBytes and StreamingBudgetBytes are set under weight streaming.
+	StreamableBytes, StreamingBudgetBytes Optional
 }
 
 // PhasePeak is the highest allocated bytes seen inside one phase since the last push.
@@ -144,6 +161,7 @@ const (
 	ReasonTooManyOOMEvents   = "too_many_oom_events"
 	ReasonInvalidOOMEvent    = "invalid_oom_event"
 	ReasonInvalidPhase       = "invalid_phase"
+	ReasonInvalidTRTEngine   = "invalid_trt_engine"
 )
 
 // reasons is the closed set, in a fixed order, so counters can live in an array.
@@ -153,6 +171,7 @@ var reasons = [...]string{
 	ReasonInvalidUUID, ReasonTooManyPools, ReasonInvalidPool, ReasonInvalidBytes,
 	ReasonNoPID, ReasonRateLimited, ReasonTooManyProcesses,
 	ReasonInvalidAllocator, ReasonTooManyOOMEvents, ReasonInvalidOOMEvent, ReasonInvalidPhase,
+	ReasonInvalidTRTEngine,
 }
 
 // Reasons returns every reject reason, so a collector can export each at zero from the

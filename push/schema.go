@@ -59,9 +59,18 @@ const (
 	fLargestFreeBlock
 	fPhasePeaks
 	fPhase
+	fTRTEngines
+	fEngine
+	fContexts
+	fContextBytes
+	fHeldBytes
+	fWeightsBytes
+	fStreamableBytes
+	fStreamingBudgetBytes
 
 	messageFields = fV | fRuntime | fRuntimeVersion | fLabels | fClientDropped | fDevices | fAllocator
-	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents | fPhasePeaks
+	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents | fPhasePeaks | fTRTEngines
+	engineFields  = fEngine | fContexts | fContextBytes | fHeldBytes | fWeightsBytes | fStreamableBytes | fStreamingBudgetBytes
 	phaseFields   = fPhase | fPeakAllocated
 	oomFields     = fSeq | fSource | fRequested | fDeviceFree | fDeviceLimit | fAllocated | fReserved |
 		fInactiveSplit | fLargestFreeBlock
@@ -131,6 +140,22 @@ func fieldOf(name []byte) field {
 		return fPhasePeaks
 	case "phase":
 		return fPhase
+	case "trt_engines":
+		return fTRTEngines
+	case "engine":
+		return fEngine
+	case "contexts":
+		return fContexts
+	case "context_bytes":
+		return fContextBytes
+	case "held_bytes":
+		return fHeldBytes
+	case "weights_bytes":
+		return fWeightsBytes
+	case "streamable_bytes":
+		return fStreamableBytes
+	case "streaming_budget_bytes":
+		return fStreamingBudgetBytes
 	}
 	return 0
 }
@@ -328,6 +353,8 @@ func (r *reader) device() (Device, *RejectError) {
 			dev.OOMEvents, err = r.oomEvents()
 		case fPhasePeaks:
 			dev.PhasePeaks, err = r.phasePeaks()
+		case fTRTEngines:
+			dev.TRTEngines, err = r.trtEngines()
 		default:
 			err = r.skip()
 		}

@@ -249,3 +249,70 @@ func (r *reader) phasePeaks() ([]PhasePeak, *RejectError) {
 		out = append(out, ph)
 	}
 }
+
+func (r *reader) trtEngines() ([]TRTEngine, *RejectError) {
+	null, err := r.open(jsontext.KindBeginArray, "trt_engines", true)
+	if err != nil || null {
+		return nil, err
+	}
+	var out []TRTEngine
+	for {
+		more, err := r.element(jsontext.KindBeginObject, "trt_engines[]")
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+		if len(out) == MaxTRTEngines {
+			return nil, reject(ReasonInvalidTRTEngine, "more than %d TensorRT engines on one device", MaxTRTEngines)
+		}
+		var e TRTEngine
+		var seen field
+		for {
+			f, more, err := r.member(engineFields, &seen, "a TensorRT engine")
+			if err != nil {
+				return nil, err
+			}
+			if !more {
+				break
+			}
+			switch f {
+			case fEngine:
+				var s []byte
+				if s, _, err = r.str("engine", false); err == nil {
+					if !validPoolName(s) {
+						err = reject(ReasonInvalidTRTEngine, "engine %s must match %s", quote(string(s)), poolNamePattern)
+					}
+					e.Engine = string(s)
+				}
+			case fContexts:
+				e.Contexts, _, err = r.uint("contexts", false)
+			case fContextBytes:
+				e.ContextBytes, err = r.optional("context_bytes")
+			case fHeldBytes:
+				e.HeldBytes, err = r.optional("held_bytes")
+			case fWeightsBytes:
+				e.WeightsBytes, err = r.optional("weights_bytes")
+			case fStreamableBytes:
+				e.StreamableBytes, err = r.optional("streamable_bytes")
+			case fStreamingBudgetBytes:
+				e.StreamingBudgetBytes, err = r.optional("streaming_budget_bytes")
+			default:
+				err = r.skip()
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if seen&fEngine == 0 || seen&fContexts == 0 {
+			return nil, reject(ReasonSchema, `TensorRT engine without required field "engine" or "contexts"`)
+		}
+		for _, o := range out {
+			if o.Engine == e.Engine {
+				return nil, reject(ReasonInvalidTRTEngine, "engine %s appears twice", quote(e.Engine))
+			}
+		}
+		out = append(out, e)
+	}
+}

@@ -154,3 +154,32 @@ func TestDecodePhasePeaks(t *testing.T) {
 		{"phase_peaks null", withOOM(`"phase_peaks":null`), ""},
 	})
 }
+
+func TestDecodeTRTEngines(t *testing.T) {
+	set := func(v uint64) Optional { return Optional{Value: v, Set: true} }
+	m, err := Decode([]byte(withOOM(`"trt_engines":[{"engine":"trt.weights","contexts":4,"context_bytes":100,"held_bytes":400,
+	  "weights_bytes":50,"streamable_bytes":40,"streaming_budget_bytes":20,"later":true}]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TRTEngine{{Engine: "trt.weights", Contexts: 4, ContextBytes: set(100), HeldBytes: set(400), WeightsBytes: set(50),
+		StreamableBytes: set(40), StreamingBudgetBytes: set(20)}}
+	if !reflect.DeepEqual(m.Devices[0].TRTEngines, want) {
+		t.Errorf("TRTEngines = %+v, want %+v", m.Devices[0].TRTEngines, want)
+	}
+	engines := func(n int) string {
+		var parts []string
+		for i := range n {
+			parts = append(parts, fmt.Sprintf(`{"engine":"e%d","contexts":1}`, i))
+		}
+		return `"trt_engines":[` + strings.Join(parts, ",") + `]`
+	}
+	runReasonCases(t, []reasonCase{
+		{"8 engines", withOOM(engines(MaxTRTEngines)), ""},
+		{"9 engines", withOOM(engines(MaxTRTEngines + 1)), ReasonInvalidTRTEngine},
+		{"engine twice", withOOM(`"trt_engines":[{"engine":"a","contexts":1},{"engine":"a","contexts":2}]`), ReasonInvalidTRTEngine},
+		{"engine name with space", withOOM(`"trt_engines":[{"engine":"a b","contexts":1}]`), ReasonInvalidTRTEngine},
+		{"engine without contexts", withOOM(`"trt_engines":[{"engine":"a"}]`), ReasonSchema},
+		{"contexts negative", withOOM(`"trt_engines":[{"engine":"a","contexts":-1}]`), ReasonInvalidBytes},
+	})
+}

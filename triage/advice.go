@@ -236,3 +236,25 @@ func phaseWords(p api.Process) string {
 	}
 	return s
 }
+
+// trtWords says when an engine's contexts × activation memory dominates its footprint
+// (more than its weights): contexts that never run at once can share one buffer.
+func trtWords(p api.Process) string {
+	var parts []string
+	for _, e := range p.TRTEngines {
+		if e.Contexts < 2 || e.ContextBytes == nil || e.HeldBytes == nil {
+			continue
+		}
+		held, per := *e.HeldBytes, *e.ContextBytes
+		weights := uint64(0)
+		if e.WeightsBytes != nil {
+			weights = *e.WeightsBytes
+		}
+		if held <= weights || held < 2*per {
+			continue // weights dominate, or the contexts already share a buffer
+		}
+		parts = append(parts, fmt.Sprintf("engine %s: %d contexts × %s of activation memory (%s, more than its %s of weights): contexts that never run concurrently can share one user-managed buffer (create them with ExecutionContextAllocationStrategy.USER_MANAGED and set_device_memory), or run fewer contexts",
+			e.Engine, e.Contexts, bytesText(float64(per)), bytesText(float64(held)), bytesText(float64(weights))))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -140,3 +140,24 @@ func TestPhaseWordsNameThePeak(t *testing.T) {
 		t.Errorf("diagnosis lacks the phase: %s", d)
 	}
 }
+
+func TestTRTWordsWhenContextsDominate(t *testing.T) {
+	p := steadyCached("tensorrt", nil)
+	eng := func(contexts, per, held, weights uint64) api.TRTEngine {
+		return api.TRTEngine{Engine: "trt.weights", Contexts: contexts, ContextBytes: u(per), HeldBytes: u(held), WeightsBytes: u(weights)}
+	}
+	p.TRTEngines = []api.TRTEngine{eng(4, 1228<<20, 4*(1228<<20), 2*gib)}
+	if got := trtWords(p); !strings.HasPrefix(got, "engine trt.weights: 4 contexts × 1.2 GiB of activation memory (4.8 GiB, more than its 2 GiB of weights): contexts that never run concurrently can share one user-managed buffer") {
+		t.Errorf("got %q", got)
+	}
+	for _, e := range []api.TRTEngine{
+		eng(4, 1228<<20, 1228<<20, 2*gib), // already sharing one buffer
+		eng(4, 512<<20, 2*gib, 8*gib),     // weights dominate
+		eng(1, 4*gib, 4*gib, 1*gib),       // one context: nothing to share
+	} {
+		p.TRTEngines = []api.TRTEngine{e}
+		if got := trtWords(p); got != "" {
+			t.Errorf("%+v: got %q, want nothing", e, got)
+		}
+	}
+}

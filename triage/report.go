@@ -360,6 +360,9 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 	if ph := phaseWords(p); ph != "" {
 		parts = append(parts, ph)
 	}
+	if w := trtWords(p); w != "" {
+		parts = append(parts, w)
+	}
 	switch {
 	case p.UnknownDevice:
 		parts = append(parts, "pushes a GPU UUID that NVML does not know (check the client's device mapping)")

@@ -65,7 +65,9 @@ func Node(now time.Time, verdict trend.Verdict) *join.View {
 				Runtimes: []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"},
 					Allocator: map[string]string{"expandable_segments": "False", "max_split_size_mb": "512"}}},
 				ReclaimableBytes: 512 * mib,
-				PhasePeaks:       []push.PhasePeak{{Phase: "infer", PeakAllocated: 1200 * mib}, {Phase: "preprocess", PeakAllocated: 300 * mib}},
+				TRTEngines: []push.TRTEngine{{Engine: "trt.weights", Contexts: 4, ContextBytes: set(300 * mib), HeldBytes: set(1200 * mib),
+					WeightsBytes: set(2 * gib), StreamableBytes: set(1 * gib), StreamingBudgetBytes: set(512 * mib)}},
+				PhasePeaks: []push.PhasePeak{{Phase: "infer", PeakAllocated: 1200 * mib}, {Phase: "preprocess", PeakAllocated: 300 * mib}},
 				OOM: &join.OOMStats{
 					Events: map[api.OOMKind]uint64{api.OOMShortage: 0, api.OOMFragmentation: 2, api.OOMPeak: 0, api.OOMUnknown: 1},
 					Last: &join.LastOOM{
