@@ -147,7 +147,7 @@ type template struct {
 	prealloc  float64           // reserved from the start (JAX's preallocated pool)
 	contexts  int               // TensorRT execution contexts of ctxBytes each
 	ctxBytes  float64
-	phases    []string          // reporter.phase names, each peaking at a larger share of act
+	phases    []string // reporter.phase names, each peaking at a larger share of act
 }
 
 // proc is one generation of a template.
