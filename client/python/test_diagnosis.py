@@ -210,6 +210,49 @@ class PhaseTest(Base):
         self.assertEqual(r._phases, {})
 
 
+class TensorRTBudgetTest(Base):
+    """Fakes shaped like TensorRT's Python API (ICudaEngine.device_memory_size_v2,
+    IExecutionContext.engine); TensorRT is not installed here."""
+
+    def test_shared_user_managed_buffer_counted_once(self):
+        from test_vram_exporter_client import FakeContext, FakeEngine
+        tr = vec.TensorRTTracker()
+        e = FakeEngine(device_memory=1200, plan=2000)
+        cs = [FakeContext(e) for _ in range(4)]
+        tr.register_engine(e, UUID0)
+        for c in cs[:3]:
+            tr.register_context(c, UUID0, shared=True)
+        tr.register_context(cs[3], UUID0)
+        eng = tr()[0]["trt_engines"][0]
+        self.assertEqual((eng["contexts"], eng["context_bytes"], eng["held_bytes"]), (4, 1200, 2400))
+
+    def test_engines_reach_the_wire(self):
+        from test_vram_exporter_client import FakeContext, FakeEngine
+        tr = vec.TensorRTTracker()
+        e = FakeEngine(device_memory=1200, plan=2000)
+        cs = [FakeContext(e) for _ in range(4)]
+        tr.register_engine(e, UUID0)
+        for c in cs:
+            tr.register_context(c, UUID0)
+        tr.allocation_strategy = "STATIC"
+        srv = self.server()
+        r = self.reporter(sources=[tr])
+        self.assertTrue(r.sample_now())
+        msg = srv.get()[2]
+        self.assertEqual(msg["allocator"], {"allocation_strategy": "STATIC"})
+        self.assertEqual(msg["devices"][0]["trt_engines"], [
+            {"engine": "trt.weights", "contexts": 4, "context_bytes": 1200, "held_bytes": 4800, "weights_bytes": 2000}])
+
+    def test_bad_engines_left_out(self):
+        srv = self.server()
+        bad = [{"engine": "a b", "contexts": 1}, {"engine": "ok", "contexts": "x"},
+               {"engine": "dup", "contexts": 1}, {"engine": "dup", "contexts": 2}]
+        r = self.reporter(sources=[lambda: [{"uuid": UUID0, "pools": [{"name": "p", "allocated": 1, "reserved": 1}],
+                                             "trt_engines": bad}]])
+        self.assertTrue(r.sample_now())
+        self.assertEqual(srv.get()[2]["devices"][0]["trt_engines"], [{"engine": "dup", "contexts": 1}])
+
+
 class SettingsTest(Base):
     def test_torch_alloc_conf(self):
         env = {"PYTORCH_CUDA_ALLOC_CONF":

@@ -63,6 +63,7 @@ MAX_POOLS = 32
 MAX_OOM_EVENTS = 8  # protocol: newest OOM events sent per device
 MAX_ALLOCATOR_SETTINGS = 16
 MAX_PHASES = 16  # protocol: phase peaks per device
+MAX_TRT_ENGINES = 8
 # memory_snapshot() walks every block of the allocator: affordable once per OOM, not per
 # OOM of a process failing a thousand requests a second.
 OOM_SNAPSHOT_EVERY = 10.0
@@ -787,12 +788,17 @@ class TensorRTTracker(object):
             log.warning("TensorRTTracker.register_engine failed: %s", exc)
 
     def register_context(self, context: Any, uuid: Union[str, bytes], name: str = "trt.context",
-                         parent: Optional[str] = None, per_profile: bool = False) -> None:
-        """Report `context`'s device memory as pool `name` on GPU `uuid`.  Never raises."""
+                         parent: Optional[str] = None, per_profile: bool = False,
+                         shared: bool = False) -> None:
+        """Report `context`'s device memory as pool `name` on GPU `uuid`.  shared=True:
+        the context runs on a user-managed buffer (USER_MANAGED strategy,
+        set_device_memory) that it shares with the engine's other shared contexts, so
+        the buffer is counted once.  Never raises."""
         try:
             key = id(context)
             entry = {"kind": "context", "ref": self._ref(context, key), "uuid": _prefix_uuid(uuid),
-                     "name": name, "parent": parent, "per_profile": bool(per_profile)}
+                     "name": name, "parent": parent, "per_profile": bool(per_profile),
+                     "shared": bool(shared)}
             with self._lock:
                 self._entries[key] = entry
         except Exception as exc:  # noqa: BLE001
@@ -880,14 +886,21 @@ class TensorRTTracker(object):
             entries = list(self._entries.values())
         sums: Dict[Tuple[str, str], Pool] = {}  # (uuid, name) -> pool
         order: List[Tuple[str, str]] = []
+        # per engine object: (uuid, name, weights, streaming) and its contexts' sizes
+        engines: Dict[int, Tuple[str, str, Optional[int], Optional[Tuple[int, int, Optional[int]]]]] = {}
+        contexts: Dict[int, List[Tuple[int, bool]]] = {}
         for e in entries:
             obj = e["ref"]()
             if obj is None or e["uuid"] is None:
                 continue
             if e["kind"] == "engine":
                 b, extra = self._engine_pool(e, obj)
+                engines[id(obj)] = (e["uuid"], e["name"], b, self._streaming(obj))
             else:
                 b, extra = self._context_pool(e, obj)
+                eng = getattr(obj, "engine", None)
+                if b is not None and eng is not None:
+                    contexts.setdefault(id(eng), []).append((max(0, int(b)), e["shared"]))
             if b is None:
                 continue
             k = (e["uuid"], e["name"])
@@ -911,6 +924,21 @@ class TensorRTTracker(object):
                 d = devices[k[0]] = {"uuid": k[0], "pools": []}
                 out.append(d)
             d["pools"].append(sums[k])
+        for key, (u, name, weights, ws) in engines.items():
+            d = devices.get(u)
+            ctx = contexts.get(key, [])
+            if d is None or not ctx:
+                continue
+            own = [b for b, shared in ctx if not shared]
+            common = [b for b, shared in ctx if shared]
+            info: Dict[str, Any] = {"engine": name, "contexts": len(ctx),
+                                    "context_bytes": max(b for b, _ in ctx),
+                                    "held_bytes": sum(own) + (max(common) if common else 0)}
+            if weights is not None:
+                info["weights_bytes"] = max(0, int(weights))
+            if ws is not None:
+                info["streamable_bytes"], info["streaming_budget_bytes"] = ws[0], ws[1]
+            d.setdefault("trt_engines", []).append(info)
         return out
 
 
@@ -1109,6 +1137,7 @@ class Reporter(object):
         # phase peaks since the last message sent: uuid -> phase -> bytes
         self._phases: Dict[str, Dict[str, int]] = {}
         self._phase_uuids: Dict[int, str] = {}
+        self._engines: Dict[str, str] = {}  # uuid -> trt_engines JSON of the last _collect
         _track_for_fork(self)
 
     # ---- counters ------------------------------------------------------------------
@@ -1242,6 +1271,7 @@ class Reporter(object):
             static = [(k, self._static[k]) for k in self._static_order]
         devices: Dict[Any, Dict[Any, Any]] = {}   # uuid -> {name: pool}
         order: List[Any] = []
+        engines: Dict[str, List[Any]] = {}  # uuid -> TensorRT engines (trt_engines)
         runtime: Any = self.runtime
         rversion = self.runtime_version
         fallback: Optional[Source] = None
@@ -1272,6 +1302,9 @@ class Reporter(object):
                     if pools is None:
                         pools = devices[u] = {}
                         order.append(u)
+                    engs = dev.get("trt_engines")
+                    if engs and isinstance(u, str):
+                        engines.setdefault(u, []).extend(engs)
                     for p in dev.get("pools") or ():
                         n = p.get("name")
                         if n in pools:
@@ -1298,7 +1331,34 @@ class Reporter(object):
             runtime = "unknown"
         if runtime is None:
             runtime = "unknown"
+        self._engines = dict((u, self._engines_json(u, e)) for u, e in engines.items())
         return runtime, rversion, self._validate(devices, order)
+
+    def _engines_json(self, uuid: str, engines: List[Any]) -> str:
+        """The device's `,"trt_engines":[…]`: engines named by the pool pattern, unique,
+        at most MAX_TRT_ENGINES; anything else is left out with a warning."""
+        parts: List[str] = []
+        seen: Set[str] = set()
+        for e in engines:
+            try:
+                name, n = e.get("engine"), _as_int(e.get("contexts"))
+                if not isinstance(name, str) or not _POOL_RE.match(name) or name in seen or n is None:
+                    self._warn("trt_engine", "TensorRT engine %r on %s skipped", name, uuid)
+                    continue
+                if len(parts) >= MAX_TRT_ENGINES:
+                    self._warn("trt_engines", "more than %d TensorRT engines on %s", MAX_TRT_ENGINES, uuid)
+                    break
+                seen.add(name)
+                f = ['{"engine":"%s","contexts":%d' % (name, n)]
+                for k in ("context_bytes", "held_bytes", "weights_bytes", "streamable_bytes", "streaming_budget_bytes"):
+                    v = _as_int(e.get(k))
+                    if v is not None:
+                        f.append(',"%s":%d' % (k, v))
+                f.append("}")
+                parts.append("".join(f))
+            except Exception as exc:  # noqa: BLE001
+                self._warn("trt_engine", "TensorRT engine on %s skipped: %s", uuid, exc)
+        return ',"trt_engines":[%s]' % ",".join(parts) if parts else ""
 
     def _rversion(self, raw: Any) -> Optional[str]:
         v = self._rv_cache.get(raw)
@@ -1451,8 +1511,9 @@ class Reporter(object):
         with self._state_lock:
             taken = self._phases
         for i, (u, frags) in enumerate(devices):
-            parts.append('%s{"uuid":"%s","pools":[%s]%s%s}' % ("," if i else "", u, ",".join(frags),
-                                                             _OOM_LOG.fragment(u), self._phase_fragment(u, taken)))
+            parts.append('%s{"uuid":"%s","pools":[%s]%s%s%s}' % (
+                "," if i else "", u, ",".join(frags), _OOM_LOG.fragment(u),
+                self._phase_fragment(u, taken), self._engines.get(u, "")))
         parts.append("]}")
         return "".join(parts).encode("utf-8")
 
