@@ -66,6 +66,16 @@ class OOMTest(Base):
         self.assertNotIn("largest_free_block", dev["oom_events"][1])
         self.assertEqual(dev["oom_events"][1]["seq"], 2)
 
+    def test_third_argument_below_reserved_is_no_limit(self):
+        torch, observers = torch_with_observer(torch_stats(2 * GIB, 4 * GIB))
+        with mock.patch.dict("sys.modules", {"torch": torch}):
+            src = vec.torch_source(oom_snapshot=False)
+            src()
+            observers[0](0, GIB, 3 * GIB, 0)
+            dev = self.sample(src)
+        self.assertNotIn("device_limit", dev["oom_events"][0])
+        self.assertEqual(dev["oom_events"][0]["requested"], GIB)
+
     def test_observer_attached_once(self):
         torch, observers = torch_with_observer(torch_stats(GIB, 2 * GIB))
         with mock.patch.dict("sys.modules", {"torch": torch}):

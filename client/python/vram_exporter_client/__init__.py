@@ -458,6 +458,11 @@ class _TorchSource(_FrameworkSource):
             figures["reserved"] = s.get("reserved_bytes.all.current")
             figures["inactive_split"] = s.get("inactive_split_bytes.all.current")
             figures["largest_free_block"] = self._largest_free_block(cuda, device)
+            r = _as_int(figures["reserved"])
+            if r is not None and _as_int(limit) is not None and int(limit) < r:
+                # The allocator never holds more than its limit: a smaller third
+                # argument is not one (a torch whose observer passes something else).
+                del figures["device_limit"]
             uuid = self._uuid(cuda, device)
             if uuid is not None:
                 _OOM_LOG.record(uuid, "observer", figures)
