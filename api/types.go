@@ -77,6 +77,10 @@ type GPU struct {
 	Exhaustion *Exhaustion `json:"exhaustion"`
 	// Headroom is null when the GPU has no process with a known footprint.
 	Headroom *Headroom `json:"headroom"`
+	// ReclaimableBytes is what ReclaimableProcesses processes hold cached that their
+	// runtime hands back on request (torch, CuPy; never JAX or TensorRT).
+	ReclaimableBytes     uint64 `json:"reclaimable_bytes"`
+	ReclaimableProcesses int    `json:"reclaimable_processes"`
 }
 
 // Growth is one fitted slope.
@@ -107,6 +111,8 @@ type Headroom struct {
 	LargestWorkerPID   uint32 `json:"largest_worker_pid"`
 	FreeBytes          uint64 `json:"free_bytes"`
 	MarginBytes        uint64 `json:"margin_bytes"`
+	// WorkersIfReclaimed counts in free + the GPU's reclaimable cache.
+	WorkersIfReclaimed uint64 `json:"workers_if_reclaimed"`
 }
 
 // Duplicate is a group of workers of one service on one GPU with similar footprints.
@@ -165,6 +171,35 @@ type Process struct {
 	Trend *Trend `json:"trend"`
 	// Duplicate is set when the process is one of duplicated workers.
 	Duplicate *DuplicateRef `json:"duplicate"`
+	// ReclaimableBytes is the part of cached_bytes the runtime hands back on request,
+	// null when the process pushes nothing.
+	ReclaimableBytes *uint64 `json:"reclaimable_bytes"`
+	// OOM is null until the process's client reports out-of-memory events.
+	OOM *OOM `json:"oom"`
+	// PhasePeaks are the peak allocated bytes per named phase since the process's
+	// previous push, sorted by phase ([] when it reports none).
+	PhasePeaks []PhasePeak `json:"phase_peaks"`
+	// TRTEngines are the process's TensorRT engines on this GPU ([] when none).
+	TRTEngines []TRTEngine `json:"trt_engines"`
+}
+
+// TRTEngine is one TensorRT engine and its execution contexts; figures the client did
+// not report are null.
+type TRTEngine struct {
+	Engine   string `json:"engine"`
+	Contexts uint64 `json:"contexts"`
+	// ContextBytes is one context's activation memory; HeldBytes all contexts'.
+	ContextBytes         *uint64 `json:"context_bytes"`
+	HeldBytes            *uint64 `json:"held_bytes"`
+	WeightsBytes         *uint64 `json:"weights_bytes"`
+	StreamableBytes      *uint64 `json:"streamable_bytes"`
+	StreamingBudgetBytes *uint64 `json:"streaming_budget_bytes"`
+}
+
+// PhasePeak is the highest allocated bytes inside one phase of a process.
+type PhasePeak struct {
+	Phase              string `json:"phase"`
+	PeakAllocatedBytes uint64 `json:"peak_allocated_bytes"`
 }
 
 // Facts are the host's facts about a process.
@@ -183,6 +218,8 @@ type Runtime struct {
 	Name    string            `json:"name"`
 	Version string            `json:"version"`
 	Labels  map[string]string `json:"labels"`
+	// Allocator holds the allocator settings the client pushed ({} when none).
+	Allocator map[string]string `json:"allocator"`
 }
 
 // Pool is one allocator pool; optional figures are null when the runtime does not

@@ -135,6 +135,10 @@ func BuildGPUs(v *join.View, marginBytes uint64) api.GPUs {
 	for _, h := range capacity.HeadroomPerGPU(v, marginBytes) {
 		head[h.UUID] = h
 	}
+	reclaim := map[string]capacity.GPUReclaim{}
+	for _, r := range capacity.Reclaimable(v) {
+		reclaim[r.UUID] = r
+	}
 	count := map[string]int{}
 	for i := range v.Processes {
 		count[v.Processes[i].UUID]++
@@ -158,8 +162,11 @@ func BuildGPUs(v *join.View, marginBytes uint64) api.GPUs {
 		}
 		if h, ok := head[g.UUID]; ok {
 			o.Headroom = &api.Headroom{Workers: h.Workers, LargestWorkerBytes: h.LargestWorkerBytes,
-				LargestWorkerPID: h.LargestPID, FreeBytes: h.FreeBytes, MarginBytes: h.MarginBytes}
+				LargestWorkerPID: h.LargestPID, FreeBytes: h.FreeBytes, MarginBytes: h.MarginBytes,
+				WorkersIfReclaimed: h.WorkersIfReclaimed}
 		}
+		r := reclaim[g.UUID]
+		o.ReclaimableBytes, o.ReclaimableProcesses = r.Bytes, r.Processes
 		out.GPUs = append(out.GPUs, o)
 	}
 	for _, d := range capacity.Duplicates(v) {
@@ -223,7 +230,11 @@ func BuildProcesses(v *join.View) api.Processes {
 					o.Labels[k] = val // first runtime wins, as join.Process.Label does
 				}
 			}
-			o.Runtimes = append(o.Runtimes, api.Runtime{Name: r.Name, Version: r.Version, Labels: labels})
+			alloc := map[string]string{}
+			for k, val := range r.Allocator {
+				alloc[k] = val
+			}
+			o.Runtimes = append(o.Runtimes, api.Runtime{Name: r.Name, Version: r.Version, Labels: labels, Allocator: alloc})
 		}
 		if p.Pushed {
 			var cached uint64
@@ -239,6 +250,7 @@ func BuildProcesses(v *join.View) api.Processes {
 				}
 			}
 			o.AllocatedBytes, o.ReservedBytes, o.CachedBytes = ptr(p.AllocatedBytes), ptr(p.ReservedBytes), ptr(cached)
+			o.ReclaimableBytes = ptr(p.ReclaimableBytes)
 			if !p.LastPush.IsZero() {
 				o.LastPush = ptr(p.LastPush.UTC())
 			}
@@ -246,6 +258,9 @@ func BuildProcesses(v *join.View) api.Processes {
 		if p.HasUnattributed {
 			o.UnattributedBytes = ptr(p.UnattributedBytes)
 		}
+		o.OOM = oomStats(p.OOM)
+		o.PhasePeaks = phasePeaks(p.PhasePeaks)
+		o.TRTEngines = trtEngines(p.TRTEngines)
 		if p.HasTrend {
 			t := &api.Trend{Verdict: string(p.Trend.Verdict), Since: p.Trend.Since.UTC(), Reason: p.Trend.Reason,
 				Growth: growths(p.Trend.Growth)}

@@ -158,6 +158,11 @@ type Headroom struct {
 	MarginBytes        uint64
 	// Workers = floor((free − margin) / largest), 0 when free ≤ margin.
 	Workers uint64
+	// ReclaimableBytes is what the GPU's processes hold cached that their runtimes
+	// would hand back (Reclaimable); WorkersIfReclaimed counts workers in free plus
+	// that: "no room now, 3 if the caches were returned" is another page than "full".
+	ReclaimableBytes   uint64
+	WorkersIfReclaimed uint64
 }
 
 // HeadroomPerGPU returns, in the View's GPU order, the headroom of every GPU that NVML
@@ -182,6 +187,10 @@ func HeadroomPerGPU(v *join.View, marginBytes uint64) []Headroom {
 			largest[p.UUID] = big{p.PID, b}
 		}
 	}
+	reclaim := map[string]GPUReclaim{}
+	for _, r := range Reclaimable(v) {
+		reclaim[r.UUID] = r
+	}
 	var out []Headroom
 	for _, g := range v.GPUs {
 		l, ok := largest[g.UUID]
@@ -192,6 +201,10 @@ func HeadroomPerGPU(v *join.View, marginBytes uint64) []Headroom {
 			FreeBytes: g.FreeBytes, MarginBytes: marginBytes}
 		if g.FreeBytes > marginBytes {
 			h.Workers = (g.FreeBytes - marginBytes) / l.bytes
+		}
+		h.ReclaimableBytes = reclaim[g.UUID].Bytes
+		if f := g.FreeBytes + h.ReclaimableBytes; f > marginBytes {
+			h.WorkersIfReclaimed = (f - marginBytes) / l.bytes
 		}
 		out = append(out, h)
 	}

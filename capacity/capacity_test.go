@@ -135,7 +135,7 @@ func TestHeadroomPerGPU(t *testing.T) {
 			[]join.Process{nvmlProc(1, "GPU-a", 18*gib, "", "", ""), nvmlProc(2, "GPU-a", 5*gib, "", "", ""), nvmlProc(3, "GPU-b", 30*gib, "", "", "")},
 			2 * gib,
 			[]Headroom{
-				{UUID: "GPU-a", GPU: "0", LargestWorkerBytes: 18 * gib, LargestPID: 1, FreeBytes: 40 * gib, MarginBytes: 2 * gib, Workers: 2},
+				{UUID: "GPU-a", GPU: "0", LargestWorkerBytes: 18 * gib, LargestPID: 1, FreeBytes: 40 * gib, MarginBytes: 2 * gib, Workers: 2, WorkersIfReclaimed: 2},
 				{UUID: "GPU-b", GPU: "1", LargestWorkerBytes: 30 * gib, LargestPID: 3, FreeBytes: 10 * gib, MarginBytes: 2 * gib, Workers: 0},
 			},
 		},

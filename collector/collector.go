@@ -102,6 +102,7 @@ func (c *Collector) gatherView(e *emitter, v *join.View) {
 	}
 	e.gauge(c.d.demo, b2f(v.Demo))
 	c.collectRuntimeInfo(e, v)
+	c.collectDiagnosis(e, v)
 }
 
 // gatherLive adds the families that change between sample ticks: the push server's own

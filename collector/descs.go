@@ -34,6 +34,7 @@ type descs struct {
 	duplicates, duplicateBytes, headroom, largestWorker                  *metricDesc
 	// The bounds of issue 11: what senders hold against their limits, and what was left out.
 	pushSeries, pushPIDReused, trendKeys, trendUntracked *metricDesc
+	diag                                                 diagDescs
 }
 
 // Every family is a gauge unless its name ends in _total.
@@ -106,6 +107,8 @@ func newDescs() descs {
 		collectorSuccess:  nd("collector_success", "1 if the named collector's source was healthy at the last sample (nvml: NVML up; process: procfs readable), else 0.", "collector"),
 		collectorDuration: nd("collector_duration_seconds", "Time the named collector took to build its series from the current view. The vram_* families are built and encoded once per sample tick (on the first scrape after it) and served as bytes until the next, so this is not a per-scrape time.", "collector"),
 		demo:              nd("demo_mode", "1 when the daemon runs on a simulated node (demo mode): the data is NOT from real GPUs."),
+
+		diag: newDiagDescs(),
 	}
 }
 
@@ -123,6 +126,7 @@ func (d descs) all() []*metricDesc {
 		d.duplicates, d.duplicateBytes, d.headroom, d.largestWorker,
 		d.pushSeries, d.pushPIDReused, d.trendKeys, d.trendUntracked,
 	}
+	out = append(out, d.diag.all()...)
 	return out
 }
 

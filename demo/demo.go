@@ -88,6 +88,22 @@ const (
 	Exhaustion Scenario = "exhaustion"
 	// NoPush: a notebook that pushes no allocator stats: only NVML's view.
 	NoPush Scenario = "no_push"
+	// The diagnosis (docs/triage.md): one process per OOM kind, each failing a request
+	// every 10 minutes with figures its kind is classified from; a JAX process holding
+	// XLA's preallocated pool (not a torch cache: never told to empty_cache()); a
+	// TensorRT engine with four execution contexts of 1.2 GiB each.
+	OOMShortage      Scenario = "oom_shortage"
+	OOMFragmentation Scenario = "oom_fragmentation"
+	OOMPeak          Scenario = "oom_peak"
+	JAXPreallocated  Scenario = "jax_preallocated"
+	TensorRTContexts Scenario = "tensorrt_contexts"
+)
+
+// oomEvery is how often an OOM scenario fails a request; oomFirst its age at the first,
+// after the daemon's floor warm-up.
+const (
+	oomEvery = 600
+	oomFirst = 150
 )
 
 // Process describes a live simulated process (for tests, logs and docs).
@@ -125,6 +141,13 @@ type template struct {
 	push        bool
 	pod         string // pod UID, "" outside Kubernetes
 	container   bool
+
+	runtime   string            // "" is torch
+	allocator map[string]string // pushed allocator settings
+	prealloc  float64           // reserved from the start (JAX's preallocated pool)
+	contexts  int               // TensorRT execution contexts of ctxBytes each
+	ctxBytes  float64
+	phases    []string // reporter.phase names, each peaking at a larger share of act
 }
 
 // proc is one generation of a template.
@@ -155,6 +178,8 @@ type proc struct {
 	dropped    uint64
 	inactSplit float64
 	oomFloor   float64
+	oomSeq     uint64
+	oomEvents  []push.OOMEvent // the newest push.MaxOOMEvents
 }
 
 // Node is a simulated GPU node. Its methods are safe for concurrent use.
@@ -279,10 +304,46 @@ func (n *Node) templates() []*template {
 		ts = append(ts, &template{
 			scenario: Duplicated, slot: 2, pid: uint32(4101 + w), service: "embed", model: "e5-mistral-7b-instruct",
 			comm: "python3", cmdline: fmt.Sprintf("python3 -m bentoml serve service:Embedder --worker-id %d", w+1),
-			startAt: int64(15 + w), weights: gib(14.2 + 0.05*float64(w)), act: mib(1800), cacheExtra: mib(900),
+			// A large cache each (dynamic batch shapes): when GPU 2 nears exhaustion its
+			// free memory is less than what these caches could hand back.
+			startAt: int64(15 + w), weights: gib(14.2 + 0.05*float64(w)), act: mib(1800), cacheExtra: gib(4),
 			ctx0: mib(520), ctx1: mib(700), rss: gib(6.1), push: true, pod: embedPod, container: true,
 		})
 	}
+	ts = append(ts,
+		&template{
+			scenario: JAXPreallocated, slot: 1, pid: 6101, service: "forecast", model: "timesfm-1.0-200m",
+			comm: "python3", cmdline: "python3 serve_forecast.py --platform gpu", startAt: 12,
+			weights: gib(6.5), act: mib(400), ctx0: mib(520), ctx1: mib(600), rss: gib(3.8), push: true,
+			pod: n.podUID(), container: true, runtime: "jax", prealloc: 0.3 * total,
+			allocator: map[string]string{"preallocate": "true", "mem_fraction": "0.3", "allocator": "default"},
+		},
+		&template{
+			scenario: TensorRTContexts, slot: 1, pid: 6201, service: "detect", model: "yolov8x-trt",
+			comm: "tritonserver", cmdline: "tritonserver --model-repository=/models", startAt: 8,
+			weights: gib(2.1), contexts: 4, ctxBytes: gib(1.2), ctx0: mib(600), ctx1: mib(700), rss: gib(2.2), push: true,
+			pod: n.podUID(), container: true, runtime: "tensorrt", allocator: map[string]string{"allocation_strategy": "STATIC"},
+		},
+		&template{
+			scenario: OOMShortage, slot: 0, pid: 7101, service: "caption", model: "blip2-opt-2.7b",
+			comm: "python3", cmdline: "python3 caption_server.py --max-batch 64", startAt: 6,
+			weights: gib(3), act: mib(500), cacheExtra: mib(300), ctx0: mib(520), ctx1: mib(640), rss: gib(2.6), push: true,
+			pod: n.podUID(), container: true,
+		},
+		&template{
+			scenario: OOMFragmentation, slot: 0, pid: 7201, service: "translate", model: "nllb-200-1.3b",
+			comm: "python3", cmdline: "python3 translate_server.py --dynamic-shapes", startAt: 7,
+			weights: gib(2.5), act: mib(700), cacheExtra: gib(1.5), ctx0: mib(520), ctx1: mib(640), rss: gib(2.4), push: true,
+			pod: n.podUID(), container: true, allocator: map[string]string{"backend": "native"},
+		},
+		&template{
+			scenario: OOMPeak, slot: 0, pid: 7301, service: "vision", model: "sam-vit-h",
+			comm: "python3", cmdline: "python3 segment_server.py --workers 8", startAt: 9,
+			weights: gib(1.5), act: mib(900), cacheExtra: mib(300), ctx0: mib(520), ctx1: mib(640), rss: gib(2.9), push: true,
+			pod: n.podUID(), container: true, allocator: map[string]string{"expandable_segments": "True"},
+			phases: []string{"decode_image", "encode", "postprocess"},
+		},
+	)
 	// More GPUs than scenarios need: healthy replicas of the chat server.
 	for g := 4; g < n.cfg.GPUs; g++ {
 		c := *ts[0]
@@ -480,7 +541,7 @@ func (n *Node) simulate(p *proc, s int64) {
 	t := p.t
 	age := s - p.startSec
 	w := warm(age)
-	floor := t.weights + t.kv + t.leak*float64(age)
+	floor := t.weights + t.kv + t.leak*float64(age) + float64(t.contexts)*t.ctxBytes
 	if p.dieAt != 0 {
 		floor = p.oomFloor // allocations fail now: the leak stops growing
 	}
@@ -494,7 +555,7 @@ func (n *Node) simulate(p *proc, s int64) {
 	}
 	// The allocator only grows its cache (no empty_cache): the warm-up steps, and
 	// whatever a request needed beyond it.
-	p.reserved = max(p.reserved, roundUp(floor+w*(t.act+t.cacheExtra)), roundUp(p.allocated))
+	p.reserved = max(p.reserved, roundUp(floor+w*(t.act+t.cacheExtra)), roundUp(p.allocated), roundUp(t.prealloc))
 	p.unattr = t.ctx0 + (t.ctx1-t.ctx0)*w
 	if t.unattrRate > 0 && age > 150 {
 		grown := t.unattrRate * float64(age-150)
@@ -527,13 +588,53 @@ func (n *Node) simulate(p *proc, s int64) {
 	}
 	p.peak = max(p.peak, p.allocated)
 	p.used = uint64(roundUp(p.reserved + p.unattr))
+	if age >= oomFirst && (age-oomFirst)%oomEvery == 0 {
+		n.failRequest(p, room)
+	}
 	if t.push && p.rng.Float64() < 0.0005 { // a rare dropped sample under load
 		p.dropped++
 	}
 	p.facts.RSSBytes = uint64(t.rss * (1 + 0.02*p.rng.Float64()))
 }
 
+// failRequest makes an OOM scenario fail one request with the figures of its kind, as
+// torch's OOM observer would report them (docs/triage.md, "OOM kinds"):
+//   - shortage: the request is the free memory plus the whole cache plus a bit, and the
+//     demand stays under twice the floor;
+//   - fragmentation: the request is 80% of free plus cache, the largest free block a
+//     quarter of it;
+//   - peak: four concurrent requests' activations at once, far above the floor.
+func (n *Node) failRequest(p *proc, room float64) {
+	t := p.t
+	cached := p.reserved - p.allocated
+	free := math.Max(0, math.Min(128*MiB*n.scale, room-p.reserved-p.unattr))
+	ev := push.OOMEvent{Source: push.OOMSourceObserver, DeviceFree: set(free), DeviceLimit: set(float64(n.cfg.GPUMemoryBytes)),
+		Allocated: set(p.allocated), Reserved: set(p.reserved), InactiveSplit: set(p.inactSplit)}
+	switch t.scenario {
+	case OOMShortage:
+		ev.Requested = set(roundUp(free + cached + t.act))
+	case OOMFragmentation:
+		req := roundUp(0.8 * (free + cached))
+		ev.Requested, ev.LargestFreeBlock = set(req), set(roundUp(req/4))
+	case OOMPeak:
+		ev.Requested = set(roundUp(free + cached + 4*t.act + t.weights))
+	default:
+		return
+	}
+	p.ooms++
+	p.oomSeq++
+	ev.Seq = p.oomSeq
+	p.oomEvents = append(p.oomEvents, ev)
+	if len(p.oomEvents) > push.MaxOOMEvents {
+		p.oomEvents = p.oomEvents[1:]
+	}
+}
+
 func (n *Node) push(p *proc, s int64, store Store) {
+	if p.t.runtime == "jax" || p.t.runtime == "tensorrt" {
+		n.pushOther(p, store)
+		return
+	}
 	pools := []push.Pool{{
 		Name: "torch", Allocated: uint64(p.allocated), Reserved: uint64(p.reserved),
 		PeakAllocated: set(p.peak), Active: set(roundUp(p.allocated)), InactiveSplit: set(p.inactSplit),
@@ -545,12 +646,51 @@ func (n *Node) push(p *proc, s int64, store Store) {
 	if p.t.kv > 0 {
 		pools = append(pools, push.Pool{Name: "vllm.kv_cache", Parent: "torch", Allocated: uint64(p.kvUsed), Reserved: uint64(p.t.kv)})
 	}
+	dev := push.Device{UUID: n.uuids[p.gpu], Pools: pools}
+	for i, ph := range p.t.phases {
+		// The middle phase (the model's forward pass) peaks highest. No random draw here:
+		// messages are built only for the last seconds of a catch-up (pushWindow).
+		share := [...]float64{0.35, 1, 0.2}[i%3]
+		dev.PhasePeaks = append(dev.PhasePeaks, push.PhasePeak{Phase: ph, PeakAllocated: uint64(p.t.weights + share*p.t.act)})
+	}
+	if p.oomSeq > 0 {
+		dev.OOMSeq, dev.OOMEvents = set(float64(p.oomSeq)), slices.Clone(p.oomEvents)
+	}
 	msg := push.Message{
 		V: push.Version, Runtime: "torch", RuntimeVersion: "2.7.1+cu126", Labels: p.labels, ClientDropped: p.dropped,
-		Devices: []push.Device{{UUID: n.uuids[p.gpu], Pools: pools}},
+		Devices: []push.Device{dev}, Allocator: p.t.allocator,
 	}
 	// A refusal (the store's process bound) is what a real client would see too; the
 	// demo keeps going.
+	_ = store.Update(p.connID, p.connected, push.Cred{PID: p.pid, UID: 1000, GID: 1000}, msg)
+}
+
+// pushOther pushes what a JAX client (one pool, XLA's preallocated reserve) or the
+// TensorRT tracker (weights and one pool per execution context) would.
+func (n *Node) pushOther(p *proc, store Store) {
+	var pools []push.Pool
+	rt, version := p.t.runtime, "0.4.35"
+	if rt == "jax" {
+		pools = []push.Pool{{Name: "jax", Allocated: uint64(p.allocated), Reserved: uint64(p.reserved),
+			PeakAllocated: set(p.peak), Limit: set(p.t.prealloc)}}
+	} else {
+		version = "10.8.0.43"
+		pools = []push.Pool{{Name: "trt.weights", Allocated: uint64(p.t.weights), Reserved: uint64(p.t.weights)}}
+		for i := range p.t.contexts {
+			pools = append(pools, push.Pool{Name: fmt.Sprintf("trt.context.%d", i), Allocated: uint64(p.t.ctxBytes), Reserved: uint64(p.t.ctxBytes)})
+		}
+	}
+	dev := push.Device{UUID: n.uuids[p.gpu], Pools: pools}
+	if rt == "tensorrt" {
+		// Each context has its own activation memory (the static strategy): four times
+		// what one buffer shared by contexts that never run at once would hold. Part of
+		// the weights stream (a budget below the streamable size).
+		dev.TRTEngines = []push.TRTEngine{{Engine: "trt.weights", Contexts: uint64(p.t.contexts),
+			ContextBytes: set(p.t.ctxBytes), HeldBytes: set(float64(p.t.contexts) * p.t.ctxBytes), WeightsBytes: set(p.t.weights),
+			StreamableBytes: set(p.t.weights), StreamingBudgetBytes: set(0.75 * p.t.weights)}}
+	}
+	msg := push.Message{V: push.Version, Runtime: rt, RuntimeVersion: version, Labels: p.labels, ClientDropped: p.dropped,
+		Devices: []push.Device{dev}, Allocator: p.t.allocator}
 	_ = store.Update(p.connID, p.connected, push.Cred{PID: p.pid, UID: 1000, GID: 1000}, msg)
 }
 

@@ -351,12 +351,53 @@ func wire(m push.Message) map[string]any {
 			opt(pl, "ooms", p.OOMs)
 			pools = append(pools, pl)
 		}
-		devs = append(devs, map[string]any{"uuid": d.UUID, "pools": pools})
+		dev := map[string]any{"uuid": d.UUID, "pools": pools}
+		opt(dev, "oom_seq", d.OOMSeq)
+		var evs []any
+		for _, e := range d.OOMEvents {
+			ev := map[string]any{"seq": e.Seq, "source": e.Source}
+			opt(ev, "requested", e.Requested)
+			opt(ev, "device_free", e.DeviceFree)
+			opt(ev, "device_limit", e.DeviceLimit)
+			opt(ev, "allocated", e.Allocated)
+			opt(ev, "reserved", e.Reserved)
+			opt(ev, "inactive_split", e.InactiveSplit)
+			opt(ev, "largest_free_block", e.LargestFreeBlock)
+			evs = append(evs, ev)
+		}
+		if evs != nil {
+			dev["oom_events"] = evs
+		}
+		var phs []any
+		for _, ph := range d.PhasePeaks {
+			phs = append(phs, map[string]any{"phase": ph.Phase, "peak_allocated": ph.PeakAllocated})
+		}
+		if phs != nil {
+			dev["phase_peaks"] = phs
+		}
+		var engs []any
+		for _, e := range d.TRTEngines {
+			en := map[string]any{"engine": e.Engine, "contexts": e.Contexts}
+			opt(en, "context_bytes", e.ContextBytes)
+			opt(en, "held_bytes", e.HeldBytes)
+			opt(en, "weights_bytes", e.WeightsBytes)
+			opt(en, "streamable_bytes", e.StreamableBytes)
+			opt(en, "streaming_budget_bytes", e.StreamingBudgetBytes)
+			engs = append(engs, en)
+		}
+		if engs != nil {
+			dev["trt_engines"] = engs
+		}
+		devs = append(devs, dev)
 	}
-	return map[string]any{
+	out := map[string]any{
 		"v": m.V, "runtime": m.Runtime, "runtime_version": m.RuntimeVersion,
 		"labels": m.Labels, "client_dropped": m.ClientDropped, "devices": devs,
 	}
+	if m.Allocator != nil {
+		out["allocator"] = m.Allocator
+	}
+	return out
 }
 
 func TestFactsForUnknownPIDIsNotFound(t *testing.T) {

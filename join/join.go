@@ -71,6 +71,8 @@ type Joiner struct {
 	// reusedConns are those found (pruned to the live senders every tick).
 	pidReused   uint64
 	reusedConns map[uint64]bool
+
+	diag diagnosis
 }
 
 // New returns a Joiner. push and facts may be nil (socket disabled, no procfs).
@@ -85,6 +87,7 @@ func New(nv NVMLSource, ps PushSource, facts FactsReader, opts Options, logger *
 		opts.SweepIdle = DefaultSweepIdle
 	}
 	j := &Joiner{nvml: nv, push: ps, facts: facts, opts: opts, log: logger}
+	j.diag = newDiagnosis(opts.SweepIdle)
 	j.latest.Store(&View{Time: opts.Clock.Now(), Demo: opts.Demo})
 	return j
 }
@@ -204,6 +207,7 @@ func (j *Joiner) Tick() *View {
 		return pa.PID < pb.PID
 	})
 
+	j.diag.observe(v)
 	j.observeTrends(v)
 	if j.opts.Recorder != nil && !j.recordBroken {
 		if err := j.opts.Recorder.Record(v); err != nil {
@@ -218,7 +222,7 @@ func (j *Joiner) Tick() *View {
 // mergeSender folds one push connection into the per-(pid, uuid) entries. A process may
 // hold several connections; on a pool name both report, the newer message wins.
 func (j *Joiner) mergeSender(s push.Sender, get func(uint32, string) *Process) {
-	rt := Runtime{Name: s.Msg.Runtime, Version: s.Msg.RuntimeVersion, Labels: s.Msg.Labels}
+	rt := Runtime{Name: s.Msg.Runtime, Version: s.Msg.RuntimeVersion, Labels: s.Msg.Labels, Allocator: s.Msg.Allocator}
 	for _, d := range s.Msg.Devices {
 		p := get(s.PID, d.UUID)
 		newer := s.LastSeen.After(p.LastPush)
@@ -264,7 +268,7 @@ func (p *Process) subtract(pl push.Pool) {
 
 func appendRuntime(rs []Runtime, r Runtime) []Runtime {
 	for _, x := range rs {
-		if x.Name == r.Name && x.Version == r.Version && equalLabels(x.Labels, r.Labels) {
+		if x.Name == r.Name && x.Version == r.Version && equalLabels(x.Labels, r.Labels) && equalLabels(x.Allocator, r.Allocator) {
 			return rs
 		}
 	}

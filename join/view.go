@@ -96,6 +96,18 @@ type Process struct {
 
 	Trend    trend.Result
 	HasTrend bool
+
+	// The diagnosis (diagnosis.go). OOM is nil until the process sends oom_seq for
+	// this GPU. ReclaimableBytes is the cache of its top-level pools that the runtime
+	// hands back on request (torch's empty_cache, CuPy's free_all_blocks); a JAX or
+	// TensorRT pool is never counted: neither gives memory back while the process lives.
+	OOM              *OOMStats
+	ReclaimableBytes uint64
+	// PhasePeaks are the phase peaks of the newest message that reported any, sorted
+	// by phase; nil when the process reports none.
+	PhasePeaks []push.PhasePeak
+	// TRTEngines are the TensorRT engines of the newest message that reported any.
+	TRTEngines []push.TRTEngine
 }
 
 // Runtime describes one push connection's runtime and client labels.
@@ -103,6 +115,8 @@ type Runtime struct {
 	Name    string
 	Version string
 	Labels  map[string]string
+	// Allocator holds the runtime's allocator settings as pushed (nil when none).
+	Allocator map[string]string
 }
 
 // Sample is what the trend engine (and a recorded trace) sees of p at t: the driver's

@@ -215,8 +215,8 @@ func TestDecodeRejects(t *testing.T) {
 
 func TestReasonsComplete(t *testing.T) {
 	got := Reasons()
-	if len(got) != 18 {
-		t.Fatalf("Reasons() has %d entries, the protocol lists 18", len(got))
+	if len(got) != 23 {
+		t.Fatalf("Reasons() has %d entries, the protocol lists 23", len(got))
 	}
 	for _, r := range got {
 		if reasonIndex(r) < 0 {

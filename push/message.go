@@ -21,6 +21,15 @@ const (
 	MaxUUIDBytes           = 96
 	MaxPools               = 32
 	MaxPoolNameBytes       = 64
+	// Allocator settings and OOM events (docs/protocol.md, "Allocator settings" and
+	// "OOM events"): optional, bounded like everything a sender controls.
+	MaxAllocatorSettings   = 16
+	MaxAllocatorKeyBytes   = 32
+	MaxAllocatorValueBytes = 64
+	MaxOOMEvents           = 8
+	MaxPhases              = 16
+	MaxTRTEngines          = 8
+	MaxPhaseBytes          = 32
 	// MaxValue bounds every byte and counter field (1 PiB): far above any GPU, and low
 	// enough that sums over pools and devices can never overflow a uint64 or lose
 	// precision in a float64.
@@ -37,13 +46,72 @@ type Message struct {
 	Labels         map[string]string // nil when the message has none
 	ClientDropped  uint64
 	Devices        []Device
+	// Allocator holds the runtime's allocator settings (expandable_segments,
+	// preallocate, …), nil when the message has none: advice depends on them.
+	Allocator map[string]string
 }
 
 // Device is the part of a Message about one GPU (or MIG instance), keyed by NVML UUID.
 type Device struct {
 	UUID  string
 	Pools []Pool
+	// OOMSeq is the number of out-of-memory events the client recorded on this device
+	// since the process started; OOMEvents the newest of them (at most MaxOOMEvents),
+	// oldest first. Every message repeats them, so a lost message loses no event: the
+	// daemon counts each Seq once.
+	OOMSeq    Optional
+	OOMEvents []OOMEvent
+	// PhasePeaks is the peak allocated bytes inside each named phase of the process
+	// (with reporter.phase(…)) since the previous message, nil when none ran.
+	PhasePeaks []PhasePeak
+	// TRTEngines are the TensorRT engines of the process on this device with their
+	// execution contexts (the client's TensorRTTracker), nil when none.
+	TRTEngines []TRTEngine
 }
+
+// TRTEngine is one TensorRT engine and the activation memory of its contexts.
+type TRTEngine struct {
+	Engine   string // the engine's pool name
+	Contexts uint64
+	// ContextBytes is the largest device memory one context needs for activations;
+	// HeldBytes what all contexts hold together (less than Contexts × ContextBytes when
+	// contexts share one user-managed buffer).
+	ContextBytes, HeldBytes Optional
+	WeightsBytes            Optional
+	// StreamableBytes and StreamingBudgetBytes are set under weight streaming.
+	StreamableBytes, StreamingBudgetBytes Optional
+}
+
+// PhasePeak is the highest allocated bytes seen inside one phase since the last push.
+type PhasePeak struct {
+	Phase         string
+	PeakAllocated uint64
+}
+
+// OOMEvent is what the runtime knew at the instant an allocation failed. Every figure
+// but Seq is optional: an event derived from the ooms counter carries none.
+type OOMEvent struct {
+	Seq uint64 // 1 for the process's first event on the device, then 2, 3, …
+	// Source is "observer" (the runtime's OOM callback) or "counter" (the ooms
+	// counter rose between two samples).
+	Source string
+	// Requested is the size of the allocation that failed.
+	Requested Optional
+	// DeviceFree is the driver's free memory; DeviceLimit the most this process may
+	// hold (a per-process fraction, else the device's total).
+	DeviceFree, DeviceLimit Optional
+	// The runtime's own figures at that instant.
+	Allocated, Reserved, InactiveSplit Optional
+	// LargestFreeBlock is the largest cached block not in use: a request larger than it
+	// cannot be served from the cache whatever the cache holds.
+	LargestFreeBlock Optional
+}
+
+// OOM event sources.
+const (
+	OOMSourceObserver = "observer"
+	OOMSourceCounter  = "counter"
+)
 
 // Pool is one allocator inside the process. A pool with a Parent is carved out of that
 // parent's reserved bytes and must never be added into a process total.
@@ -93,6 +161,11 @@ const (
 	ReasonTooManyProcessDevices = "too_many_process_devices"
 	ReasonTooManyProcessPools   = "too_many_process_pools"
 	ReasonTooManySeries         = "too_many_series"
+	ReasonInvalidAllocator      = "invalid_allocator"
+	ReasonTooManyOOMEvents      = "too_many_oom_events"
+	ReasonInvalidOOMEvent       = "invalid_oom_event"
+	ReasonInvalidPhase          = "invalid_phase"
+	ReasonInvalidTRTEngine      = "invalid_trt_engine"
 )
 
 // reasons is the closed set, in a fixed order, so counters can live in an array.
@@ -102,6 +175,8 @@ var reasons = [...]string{
 	ReasonInvalidUUID, ReasonTooManyPools, ReasonInvalidPool, ReasonInvalidBytes,
 	ReasonNoPID, ReasonRateLimited, ReasonTooManyProcesses,
 	ReasonTooManyProcessDevices, ReasonTooManyProcessPools, ReasonTooManySeries,
+	ReasonInvalidAllocator, ReasonTooManyOOMEvents, ReasonInvalidOOMEvent, ReasonInvalidPhase,
+	ReasonInvalidTRTEngine,
 }
 
 // Reasons returns every reject reason, so a collector can export each at zero from the

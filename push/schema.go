@@ -48,9 +48,33 @@ const (
 	fAllocRetries
 	fOOMs
 
-	messageFields = fV | fRuntime | fRuntimeVersion | fLabels | fClientDropped | fDevices
-	deviceFields  = fUUID | fPools
-	poolFields    = fName | fParent | fAllocated | fReserved | fPeakAllocated | fActive |
+	fAllocator
+	fOOMSeq
+	fOOMEvents
+	fSeq
+	fSource
+	fRequested
+	fDeviceFree
+	fDeviceLimit
+	fLargestFreeBlock
+	fPhasePeaks
+	fPhase
+	fTRTEngines
+	fEngine
+	fContexts
+	fContextBytes
+	fHeldBytes
+	fWeightsBytes
+	fStreamableBytes
+	fStreamingBudgetBytes
+
+	messageFields = fV | fRuntime | fRuntimeVersion | fLabels | fClientDropped | fDevices | fAllocator
+	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents | fPhasePeaks | fTRTEngines
+	engineFields  = fEngine | fContexts | fContextBytes | fHeldBytes | fWeightsBytes | fStreamableBytes | fStreamingBudgetBytes
+	phaseFields   = fPhase | fPeakAllocated
+	oomFields     = fSeq | fSource | fRequested | fDeviceFree | fDeviceLimit | fAllocated | fReserved |
+		fInactiveSplit | fLargestFreeBlock
+	poolFields = fName | fParent | fAllocated | fReserved | fPeakAllocated | fActive |
 		fInactiveSplit | fLimit | fAllocRetries | fOOMs
 )
 
@@ -94,6 +118,44 @@ func fieldOf(name []byte) field {
 		return fAllocRetries
 	case "ooms":
 		return fOOMs
+	case "allocator":
+		return fAllocator
+	case "oom_seq":
+		return fOOMSeq
+	case "oom_events":
+		return fOOMEvents
+	case "seq":
+		return fSeq
+	case "source":
+		return fSource
+	case "requested":
+		return fRequested
+	case "device_free":
+		return fDeviceFree
+	case "device_limit":
+		return fDeviceLimit
+	case "largest_free_block":
+		return fLargestFreeBlock
+	case "phase_peaks":
+		return fPhasePeaks
+	case "phase":
+		return fPhase
+	case "trt_engines":
+		return fTRTEngines
+	case "engine":
+		return fEngine
+	case "contexts":
+		return fContexts
+	case "context_bytes":
+		return fContextBytes
+	case "held_bytes":
+		return fHeldBytes
+	case "weights_bytes":
+		return fWeightsBytes
+	case "streamable_bytes":
+		return fStreamableBytes
+	case "streaming_budget_bytes":
+		return fStreamingBudgetBytes
 	}
 	return 0
 }
@@ -151,6 +213,8 @@ func (r *reader) message() (Message, *RejectError) {
 			m.ClientDropped, _, err = r.uint("client_dropped", true)
 		case fDevices:
 			m.Devices, err = r.devices()
+		case fAllocator:
+			m.Allocator, err = r.allocator()
 		default:
 			err = r.skip()
 		}
@@ -283,6 +347,14 @@ func (r *reader) device() (Device, *RejectError) {
 			dev.UUID, err = r.uuid()
 		case fPools:
 			dev.Pools, err = r.pools()
+		case fOOMSeq:
+			dev.OOMSeq, err = r.optional("oom_seq")
+		case fOOMEvents:
+			dev.OOMEvents, err = r.oomEvents()
+		case fPhasePeaks:
+			dev.PhasePeaks, err = r.phasePeaks()
+		case fTRTEngines:
+			dev.TRTEngines, err = r.trtEngines()
 		default:
 			err = r.skip()
 		}
@@ -295,6 +367,9 @@ func (r *reader) device() (Device, *RejectError) {
 	}
 	if seen&fPools == 0 {
 		return dev, reject(ReasonSchema, `device %s without required field "pools"`, quote(dev.UUID))
+	}
+	if err := checkOOMEvents(dev); err != nil {
+		return dev, err
 	}
 	return dev, checkPools(dev)
 }

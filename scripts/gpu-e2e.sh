@@ -12,6 +12,12 @@
 #           dynamic shapes, no inference_mode) push through the client while the daemon
 #           records a trace (--trace.record) for the leak-detection suite; triage runs
 #           against the daemon while they do.
+#   phase OOM (optional, PHASE_OOM=1, about 80 s): three PyTorch processes each provoke
+#           one kind of out-of-memory error under a 4 GiB per-process limit
+#           (scripts/gpu/oom_kinds.py: shortage, fragmentation, peak) through the real
+#           client; each must be counted once under its kind, and triage's words for
+#           each are printed.
+#
 #   phase 4 (cost, COST=1, the default; about 3 minutes): a fresh daemon with 1 and then
 #           16 processes pushing through the real client once a second: /metrics p50/p95
 #           over 2,000 kept-alive gzip scrapes, idle CPU per minute (utime+stime with no
@@ -19,7 +25,7 @@
 #           same NVML calls (scripts/nvmlraw), and the RSS of an NVML-only Go program
 #           (scripts/nvmlbaseline). Figures only: it fails nothing.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
 # Phase 4 needs bin/scrapetime, bin/nvmlraw and bin/nvmlbaseline (or go to build them):
 #   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
@@ -40,7 +46,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/n
 trap cleanup EXIT
 
 scrape() { curl -sf "http://127.0.0.1:$PORT/metrics" > "$1" || python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics').read().decode())" > "$1"; }
-wait_file() { for _ in $(seq 1 600); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; return 1; }
+wait_file() { for _ in $(seq 1 "${2:-600}"); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "timed out waiting for $1" >&2; return 1; }
 
 echo "== environment"
 nvidia-smi --query-gpu=index,uuid,name,driver_version,memory.total,memory.used,memory.reserved --format=csv | tee "$OUT/nvidia-smi-gpus.csv"
@@ -187,6 +193,34 @@ if [ "$COST" = 1 ]; then
   } | tee "$OUT/cost.md"
   kill "${pusher_pids[@]}"; wait "${pusher_pids[@]}" 2>/dev/null
   kill -TERM "$cdaemon"; wait "$cdaemon" 2>/dev/null
+fi
+
+if [ "${PHASE_OOM:-0}" = 1 ]; then
+  echo "== phase OOM: one process per kind under a 4 GiB per-process limit"
+  kinds=(shortage fragmentation peak)
+  declare -A oompid
+  for kind in "${kinds[@]}"; do
+    env -u PYTORCH_CUDA_ALLOC_CONF python3 "$here/gpu/oom_kinds.py" "$kind" "$sock" "$work/oom-$kind.ready" > "$OUT/oom-$kind.log" 2>&1 &
+    oompid[$kind]=$!
+    pids+=("$!")
+  done
+  for kind in "${kinds[@]}"; do wait_file "$work/oom-$kind.ready" 1200 || fail=1; done
+  sleep 3 # the pushes after the errors are joined
+  scrape "$OUT/metrics-oom.txt"
+  cat "$OUT"/oom-*.log
+  grep -E '^vram_runtime_(oom_[a-z_]+|allocator_info)' "$OUT/metrics-oom.txt"
+  for kind in "${kinds[@]}"; do
+    p=${oompid[$kind]}
+    if grep -qE "^vram_runtime_oom_events_total\{gpu=\"[0-9]+\",kind=\"$kind\",pid=\"$p\",uuid=\"[^\"]+\"\} 1\$" "$OUT/metrics-oom.txt"; then
+      echo "PASS pid $p: one $kind event"
+    else
+      echo "FAIL pid $p: no single $kind event in vram_runtime_oom_events_total"; fail=1
+    fi
+  done
+  echo "-- triage of the three"
+  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --no-color | tee "$OUT/triage-oom.txt" || fail=1
+  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --output json > "$OUT/triage-oom.json" || fail=1
+  for kind in "${kinds[@]}"; do kill "${oompid[$kind]}" 2>/dev/null; wait "${oompid[$kind]}" 2>/dev/null; done
 fi
 
 scrape "$OUT/metrics-final.txt"

@@ -48,6 +48,10 @@ type GPU struct {
 	Headroom           string  `json:"headroom"`
 	HeadroomWorkers    *uint64 `json:"headroom_workers"`
 	LargestWorkerBytes *uint64 `json:"largest_worker_bytes"`
+	// ReclaimableBytes is cache the GPU's processes would hand back; Diagnosis says so
+	// when it is what fills the GPU ("" otherwise).
+	ReclaimableBytes uint64 `json:"reclaimable_bytes"`
+	Diagnosis        string `json:"diagnosis"`
 }
 
 // Duplicate is a group of workers of one service on one GPU that each load the same
@@ -88,6 +92,13 @@ type Process struct {
 	VerdictSince *time.Time `json:"verdict_since"`
 	Reason       string     `json:"reason"` // the detector's own sentence
 	Diagnosis    string     `json:"diagnosis"`
+	// Runtime is the runtime the advice is about, Allocator its pushed settings.
+	Runtime   string            `json:"runtime"`
+	Allocator map[string]string `json:"allocator"`
+	// OOMEvents counts out-of-memory events per kind, null when the client reports
+	// none; LastOOMKind is the last one's kind.
+	OOMEvents   map[api.OOMKind]uint64 `json:"oom_events"`
+	LastOOMKind string                 `json:"last_oom_kind"`
 }
 
 // Build turns what a daemon served into a report. It is pure: the same snapshot gives
@@ -109,8 +120,9 @@ func Build(s Snapshot) Report {
 		}
 		if h := g.Headroom; h != nil {
 			o.HeadroomWorkers, o.LargestWorkerBytes = &h.Workers, &h.LargestWorkerBytes
-			o.Headroom = headroomWords(h)
+			o.Headroom = headroomReclaimWords(h)
 		}
+		o.ReclaimableBytes, o.Diagnosis = g.ReclaimableBytes, reclaimWords(g)
 		r.GPUs = append(r.GPUs, o)
 	}
 
@@ -128,6 +140,7 @@ func Build(s Snapshot) Report {
 	slices.SortStableFunc(r.Processes, func(a, b Process) int {
 		return cmp.Or(
 			cmp.Compare(risk(a.Verdict), risk(b.Verdict)),
+			-cmp.Compare(oomTotal(a), oomTotal(b)),
 			-cmp.Compare(deref(a.GrowthBytesPerSecond), deref(b.GrowthBytesPerSecond)),
 			-cmp.Compare(footprint(a), footprint(b)),
 			cmp.Compare(a.UUID, b.UUID),
@@ -177,6 +190,15 @@ func headroomWords(h *api.Headroom) string {
 	return fmt.Sprintf("%d more workers of %s", h.Workers, size)
 }
 
+// headroomWords adds what the GPU's caches would make room for.
+func headroomReclaimWords(h *api.Headroom) string {
+	s := headroomWords(h)
+	if h.WorkersIfReclaimed > h.Workers {
+		s += fmt.Sprintf(" (%d if the caches were handed back)", h.WorkersIfReclaimed)
+	}
+	return s
+}
+
 func duplicateWords(service string, workers int, median uint64, gpu string) string {
 	return fmt.Sprintf("%s workers of service %s each hold %s on %s: the model is loaded once per worker (one shared copy would free %s)",
 		countWords(workers), service, bytesText(float64(median)), gpu, bytesText(float64(median)*float64(workers-1)))
@@ -211,7 +233,23 @@ func process(p api.Process, now time.Time, nvmlUp bool) Process {
 		}
 	}
 	o.Diagnosis = diagnose(p, key, now, nvmlUp)
+	a := allocatorOf(p)
+	o.Runtime, o.Allocator = a.runtime, a.settings
+	if p.OOM != nil {
+		o.OOMEvents = p.OOM.Events
+		if p.OOM.Last != nil {
+			o.LastOOMKind = string(p.OOM.Last.Kind)
+		}
+	}
 	return o
+}
+
+func oomTotal(p Process) uint64 {
+	var n uint64
+	for _, c := range p.OOMEvents {
+		n += c
+	}
+	return n
 }
 
 func deref(f *float64) float64 {
@@ -233,7 +271,6 @@ func footprint(p Process) uint64 {
 
 const (
 	leakCause  = "likely tensors kept across requests (a global list, a cache keyed by request, missing inference_mode)"
-	cacheCure  = "torch.cuda.empty_cache() returns it; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation"
 	outsideWhy = "likely NCCL communicators or cuBLAS/cuDNN workspaces created for new shapes or process groups (look for communicators or streams created per request)"
 	nvmlOnly   = "pushes no allocator stats; verdict from driver bytes only"
 )
@@ -241,6 +278,7 @@ const (
 // diagnose is the one line an on-call engineer reads.
 func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string {
 	var parts []string
+	cacheCure := allocatorOf(p).cacheAdvice()
 	t := p.Trend
 	age := func() time.Duration {
 		if t == nil {
@@ -315,6 +353,15 @@ func diagnose(p api.Process, key *api.Growth, now time.Time, nvmlUp bool) string
 	}
 	if dup != "" {
 		parts = append(parts, "also "+dup)
+	}
+	if o := oomWords(p); o != "" {
+		parts = append([]string{o}, parts...)
+	}
+	if ph := phaseWords(p); ph != "" {
+		parts = append(parts, ph)
+	}
+	if w := trtWords(p); w != "" {
+		parts = append(parts, w)
 	}
 	switch {
 	case p.UnknownDevice:

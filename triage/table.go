@@ -93,6 +93,11 @@ func WriteTable(out io.Writer, r Report, color bool) error {
 				bytesText(float64(g.FreeBytes)), g.Forecast, g.Headroom}, map[int]string{5: style})
 		}
 		t.write(w, c)
+		for _, g := range r.GPUs {
+			if g.Diagnosis != "" {
+				fmt.Fprintln(w, "  "+g.Diagnosis)
+			}
+		}
 	}
 	if len(r.Duplicates) > 0 {
 		fmt.Fprintln(w)

@@ -581,7 +581,10 @@ class TensorRTTest(Base):
         self.assertEqual(tr(), [{"uuid": UUID0, "pools": [
             {"name": "trt.weights", "allocated": 5000, "reserved": 5000},
             {"name": "trt.context", "allocated": 1000, "reserved": 1000},
-            {"name": "trt.ctx2", "allocated": 300, "reserved": 300}]}])
+            {"name": "trt.ctx2", "allocated": 300, "reserved": 300}],
+            # the context budget: two contexts, each with its own activation memory
+            "trt_engines": [{"engine": "trt.weights", "contexts": 2, "context_bytes": 1000,
+                             "held_bytes": 1300, "weights_bytes": 5000}]}])
         tr()
         self.assertEqual(e.serialize_calls, 1)  # plan size computed once
         del c1
@@ -608,7 +611,11 @@ class TensorRTTest(Base):
         self.assertEqual(got, [
             {"uuid": UUID0, "pools": [{"name": "trt.weights", "allocated": 2048 + 4000,
                                        "reserved": 2048 + 4000,
-                                       "weight_streaming_budget": 1000}]},
+                                       "weight_streaming_budget": 1000}],
+             # e2's one live context (e1 has none); weights as the pool reports them
+             "trt_engines": [{"engine": "trt.weights", "contexts": 1, "context_bytes": 500,
+                              "held_bytes": 500, "weights_bytes": 4000,
+                              "streamable_bytes": 4000, "streaming_budget_bytes": 1000}]},
             {"uuid": UUID1, "pools": [{"name": "trt.context", "allocated": 500, "reserved": 500,
                                        "weight_streaming_budget": 1000,
                                        "weight_streaming_scratch": 64}]}])

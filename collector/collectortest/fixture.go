@@ -4,6 +4,8 @@
 package collectortest
 
 import (
+	"github.com/vram-exporter/vram_exporter/api"
+	"github.com/vram-exporter/vram_exporter/oom"
 	"strings"
 	"time"
 
@@ -59,8 +61,23 @@ func Node(now time.Time, verdict trend.Verdict) *join.View {
 				PID: 4242, UUID: GPU, GPU: "0", HasNVML: true, UsedBytes: 2 * gib,
 				HasFacts: true, Facts: procinfo.Facts{PID: 4242, Comm: "python3", Cmdline: "python3 serve.py", RSSBytes: 3 * gib,
 					StartTime: now.Add(-time.Hour), ContainerID: "containerd://" + strings.Repeat("ab", 32), PodUID: "0f8b6a3e-1111-2222-3333-444455556666"},
-				Pushed:   true,
-				Runtimes: []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"}}},
+				Pushed: true,
+				Runtimes: []join.Runtime{{Name: "torch", Version: "2.11.0", Labels: map[string]string{"service": "ranker", "model": "bert"},
+					Allocator: map[string]string{"expandable_segments": "False", "max_split_size_mb": "512"}}},
+				ReclaimableBytes: 512 * mib,
+				TRTEngines: []push.TRTEngine{{Engine: "trt.weights", Contexts: 4, ContextBytes: set(300 * mib), HeldBytes: set(1200 * mib),
+					WeightsBytes: set(2 * gib), StreamableBytes: set(1 * gib), StreamingBudgetBytes: set(512 * mib)}},
+				PhasePeaks: []push.PhasePeak{{Phase: "infer", PeakAllocated: 1200 * mib}, {Phase: "preprocess", PeakAllocated: 300 * mib}},
+				OOM: &join.OOMStats{
+					Events: map[api.OOMKind]uint64{api.OOMShortage: 0, api.OOMFragmentation: 2, api.OOMPeak: 0, api.OOMUnknown: 1},
+					Last: &join.LastOOM{
+						Event: push.OOMEvent{Seq: 3, Source: push.OOMSourceObserver, Requested: set(256 * mib), DeviceFree: set(128 * mib),
+							Allocated: set(1 * gib), Reserved: set(1536 * mib), LargestFreeBlock: set(64 * mib)},
+						Result: oom.Result{Kind: api.OOMFragmentation, Free: set(128 * mib), Cached: set(512 * mib), Demand: set(1280 * mib)},
+						Floor:  oom.Floor{Bytes: 900 * mib, Known: true},
+						Time:   now.Add(-time.Minute),
+					},
+				},
 				Pools: []push.Pool{
 					{Name: "torch", Allocated: 1 * gib, Reserved: 1536 * mib, PeakAllocated: set(1200 * mib), Active: set(1100 * mib),
 						InactiveSplit: set(2 * mib), Limit: set(100 * gib), AllocRetries: set(1), OOMs: set(0)},

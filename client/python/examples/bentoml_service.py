@@ -24,11 +24,18 @@ class Ranker:
     @bentoml.api(batchable=True)
     def score(self, features: list) -> list:
         try:
-            with torch.inference_mode():
+            # Phases: triage names the one where allocated memory peaks.  The peak
+            # counter is process-wide; with several requests at once in this worker
+            # (BentoML's threads), the phases see each other's allocations.
+            with self.reporter.phase("preprocess"):
                 x = torch.tensor(features, dtype=torch.float32, device="cuda")
-                return self.model(x).squeeze(-1).tolist()
+            return self._forward(x)
         finally:
             self.reporter.sample_now()  # request boundary
+
+    def _forward(self, x):
+        with self.reporter.phase("inference"), torch.inference_mode():
+            return self.model(x).squeeze(-1).tolist()
 
     @bentoml.on_shutdown
     def shutdown(self):

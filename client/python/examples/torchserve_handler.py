@@ -26,6 +26,21 @@ class VramReportingHandler(BaseHandler):
         self.reporter = Reporter(interval=5.0, labels={"service": "torchserve", "model": model})
         self.reporter.start()
 
+    # Each step of BaseHandler.handle in a phase: triage names the one where allocated
+    # memory peaks.  The peak counter is process-wide; TorchServe runs one request at a
+    # time per worker process, so the phases do not interfere.
+    def preprocess(self, data):
+        with self.reporter.phase("preprocess"):
+            return super().preprocess(data)
+
+    def inference(self, data, *args, **kwargs):
+        with self.reporter.phase("inference"):
+            return super().inference(data, *args, **kwargs)
+
+    def postprocess(self, data):
+        with self.reporter.phase("postprocess"):
+            return super().postprocess(data)
+
     def handle(self, data, context):
         try:
             return super().handle(data, context)

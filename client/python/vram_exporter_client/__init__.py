@@ -18,6 +18,7 @@ context by itself.
 """
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import time
 import weakref
 from typing import (
     TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
-    Sequence, Set, Tuple, Union, cast,
+    Sequence, Set, Tuple, TypeVar, Union, cast,
 )
 
 if TYPE_CHECKING:  # ctypes is imported only when libcuda is first needed
@@ -59,12 +60,20 @@ MAX_VALUE = 1 << 50  # protocol: integers from 0 to 2^50
 MAX_LABELS = 8
 MAX_DEVICES = 16
 MAX_POOLS = 32
+MAX_OOM_EVENTS = 8  # protocol: newest OOM events sent per device
+MAX_ALLOCATOR_SETTINGS = 16
+MAX_PHASES = 16  # protocol: phase peaks per device
+MAX_TRT_ENGINES = 8
+# memory_snapshot() walks every block of the allocator: affordable once per OOM, not per
+# OOM of a process failing a thousand requests a second.
+OOM_SNAPSHOT_EVERY = 10.0
 BACKOFF_MIN = 0.5
 BACKOFF_MAX = 30.0
 LOG_EVERY = 60.0  # seconds between two log lines of the same kind
 # The daemon rate-limits each connection (100 messages/s, burst 200) and closes one whose
 # last 20 messages were rejected: sample_now() does no work more often than this.
 MIN_SAMPLE_GAP = 0.02
+SETTINGS_EVERY = 60.0  # seconds between two reads of the allocator settings
 
 log = logging.getLogger("vram_exporter_client")
 
@@ -80,6 +89,10 @@ _LABEL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,63}$")
 _UUID_RE = re.compile(r"^(GPU|MIG)-[A-Za-z0-9/_-]+$")
 _POOL_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.:-]{0,63}$")
 _EXTRA_FIELD_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_SETTING_KEY_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_SETTING_VALUE_RE = re.compile(r"^[A-Za-z0-9_.:+-]{1,64}$")
+_PHASE_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+_F = TypeVar("_F", bound=Callable[..., Any])
 _RESERVED_LABELS = frozenset((
     "pid", "uuid", "gpu", "pool", "parent", "runtime", "runtime_version", "series",
     "window", "verdict", "reason", "comm", "container_id", "pod_uid", "instance", "job",
@@ -229,6 +242,139 @@ def _cuda_context_active(ordinal: int) -> Optional[bool]:
 
 
 # --------------------------------------------------------------------------------------
+# Diagnosis: out-of-memory events and allocator settings (docs/protocol.md, "OOM events"
+# and "Allocator settings").
+
+_OOM_INT_KEYS = ("requested", "device_free", "device_limit", "allocated", "reserved",
+                 "inactive_split", "largest_free_block")
+
+
+class _OOMLog(object):
+    """The process's out-of-memory events per GPU UUID: a count and the newest
+    MAX_OOM_EVENTS, repeated in every message so that a lost one loses no event (the
+    daemon counts each seq once).  Process-wide, like the runtime's allocator."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq: Dict[str, int] = {}
+        self._events: Dict[str, List[Dict[str, Any]]] = {}
+
+    def record(self, uuid: str, source: str, figures: Mapping[str, Any], count: int = 1) -> None:
+        """Record `count` events on `uuid` (several when a counter rose by more than
+        one: only the newest carries the figures)."""
+        if count < 1:
+            return
+        ev: Dict[str, Any] = {"source": source}
+        for k in _OOM_INT_KEYS:
+            v = _as_int(figures.get(k))
+            if v is not None:
+                ev[k] = v
+        a, r = ev.get("allocated"), ev.get("reserved")
+        if a is not None and r is not None and a > r:
+            del ev["allocated"]  # the daemon rejects allocated > reserved
+        with self._lock:
+            seq = self._seq.get(uuid, 0) + count
+            self._seq[uuid] = seq
+            ev["seq"] = seq
+            evs = self._events.setdefault(uuid, [])
+            evs.append(ev)
+            if len(evs) > MAX_OOM_EVENTS:
+                del evs[:len(evs) - MAX_OOM_EVENTS]
+
+    def fragment(self, uuid: str) -> str:
+        """The device's `,"oom_seq":…,"oom_events":[…]` JSON, "" when it had none."""
+        with self._lock:
+            seq = self._seq.get(uuid)
+            if seq is None:
+                return ""
+            evs = list(self._events.get(uuid, ()))
+        parts = []
+        for ev in evs:
+            f = ['{"seq":%d,"source":"%s"' % (ev["seq"], ev["source"])]
+            for k in _OOM_INT_KEYS:
+                if k in ev:
+                    f.append(',"%s":%d' % (k, ev[k]))
+            f.append("}")
+            parts.append("".join(f))
+        return ',"oom_seq":%d,"oom_events":[%s]' % (seq, ",".join(parts))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seq, self._events = {}, {}
+
+
+_OOM_LOG = _OOMLog()
+
+
+def _split_alloc_conf(conf: str) -> List[str]:
+    """PYTORCH_CUDA_ALLOC_CONF's comma-separated items; a comma inside [...] (the list
+    form of roundup_power2_divisions) does not split."""
+    items: List[str] = []
+    cur: List[str] = []
+    depth = 0
+    for c in conf:
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth = max(0, depth - 1)
+        if c == "," and depth == 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    items.append("".join(cur))
+    return [i.strip() for i in items if i.strip()]
+
+
+# The keys of PYTORCH_CUDA_ALLOC_CONF that change the advice or explain an OOM.
+_TORCH_SETTINGS = frozenset((
+    "backend", "expandable_segments", "max_split_size_mb", "garbage_collection_threshold",
+    "roundup_power2_divisions", "release_lock_on_cudamalloc",
+))
+
+
+def _clean_settings(raw: Mapping[str, Any]) -> Dict[str, str]:
+    """Settings the daemon accepts: names and values of the protocol's patterns, at most
+    MAX_ALLOCATOR_SETTINGS; anything else is left out rather than sent to be rejected."""
+    out: Dict[str, str] = {}
+    for k in sorted(raw):
+        v = raw[k]
+        if v is None or isinstance(v, bool):
+            v = None if v is None else ("True" if v else "False")
+        if v is None:
+            continue
+        v = str(v)
+        if _SETTING_KEY_RE.match(k) and _SETTING_VALUE_RE.match(v) and len(out) < MAX_ALLOCATOR_SETTINGS:
+            out[k] = v
+    return out
+
+
+def torch_allocator_settings(env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) parsed into its known keys."""
+    e = os.environ if env is None else env
+    conf = e.get("PYTORCH_CUDA_ALLOC_CONF") or e.get("PYTORCH_ALLOC_CONF") or ""
+    raw: Dict[str, Any] = {}
+    for item in _split_alloc_conf(conf):
+        k, sep, v = item.partition(":")
+        k = k.strip()
+        if sep and k in _TORCH_SETTINGS:
+            raw[k] = v.strip()
+    return _clean_settings(raw)
+
+
+def jax_allocator_settings(env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """XLA_PYTHON_CLIENT_PREALLOCATE, _MEM_FRACTION and _ALLOCATOR, with JAX's defaults
+    (true, 0.75, default) where unset: the advice for a preallocated pool differs."""
+    e = os.environ if env is None else env
+    pre = e.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true").strip().lower()
+    return _clean_settings({
+        "preallocate": "false" if pre in ("false", "0", "no", "off") else "true",
+        "mem_fraction": e.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.75").strip(),
+        "allocator": e.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default").strip(),
+    })
+
+
+# --------------------------------------------------------------------------------------
 # Adapters.  A source is a callable returning the `devices` list of the protocol:
 #   [{"uuid": "GPU-…", "pools": [{"name": …, "allocated": …, "reserved": …, …}]}]
 # It may carry `runtime` / `runtime_version` attributes; the Reporter uses them when it
@@ -259,9 +405,88 @@ class _TorchSource(_FrameworkSource):
 
     module = "torch"
 
-    def __init__(self, pool: str = "torch") -> None:
+    def __init__(self, pool: str = "torch", oom_snapshot: bool = True) -> None:
         _FrameworkSource.__init__(self, pool)
         self._uuids: Dict[int, str] = {}
+        self._observer: Optional[bool] = None  # None: not tried yet
+        self._ooms: Dict[int, int] = {}  # num_ooms last seen, for the counter fallback
+        self._oom_snapshot = oom_snapshot
+        self._last_snapshot = float("-inf")
+        self._conf: Optional[Tuple[str, Dict[str, str]]] = None
+
+    def allocator_settings(self) -> Dict[str, str]:
+        """PYTORCH_CUDA_ALLOC_CONF's keys, the backend and the memory fraction."""
+        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+        if self._conf is None or self._conf[0] != conf:
+            self._conf = (conf, torch_allocator_settings())
+        out = dict(self._conf[1])
+        torch: Any = sys.modules.get("torch")
+        cuda = getattr(torch, "cuda", None) if torch is not None else None
+        if cuda is not None and "backend" not in out:
+            try:
+                b = cuda.get_allocator_backend()
+                if isinstance(b, str):
+                    out["backend"] = b
+            except Exception:  # noqa: BLE001  (older torch)
+                pass
+        return _clean_settings(out)
+
+    def _attach(self, torch: Any) -> None:
+        """Attach the OOM observer once.  Its signature (c10 CUDACachingAllocator's
+        OutOfMemoryObserver) is (device, requested, device_limit, device_free): the
+        third is the per-process limit when set_per_process_memory_fraction is in
+        force, else the device's total, not bytes allocated."""
+        self._observer = False
+        attach = getattr(getattr(torch, "_C", None), "_cuda_attach_out_of_memory_observer", None)
+        if attach is None:
+            return
+        try:
+            attach(self._on_oom)
+            self._observer = True
+        except Exception as exc:  # noqa: BLE001
+            log.debug("cannot attach torch's OOM observer: %s", exc)
+
+    def _on_oom(self, device: int, requested: int, limit: int, free: int) -> None:
+        """Called by torch, with the GIL, after the allocator has released its lock and
+        before it raises OutOfMemoryError.  Never raises."""
+        try:
+            torch: Any = sys.modules.get("torch")
+            cuda = torch.cuda
+            figures: Dict[str, Any] = {"requested": requested, "device_limit": limit, "device_free": free}
+            s = cuda.memory_stats(device)
+            figures["allocated"] = s.get("allocated_bytes.all.current")
+            figures["reserved"] = s.get("reserved_bytes.all.current")
+            figures["inactive_split"] = s.get("inactive_split_bytes.all.current")
+            figures["largest_free_block"] = self._largest_free_block(cuda, device)
+            r = _as_int(figures["reserved"])
+            if r is not None and _as_int(limit) is not None and int(limit) < r:
+                # The allocator never holds more than its limit: a smaller third
+                # argument is not one (a torch whose observer passes something else).
+                del figures["device_limit"]
+            uuid = self._uuid(cuda, device)
+            if uuid is not None:
+                _OOM_LOG.record(uuid, "observer", figures)
+                self._ooms[device] = s.get("num_ooms", self._ooms.get(device, 0))
+        except Exception as exc:  # noqa: BLE001
+            log.debug("OOM observer failed: %s", exc)
+
+    def _largest_free_block(self, cuda: Any, device: int) -> Optional[int]:
+        """The largest inactive block from memory_snapshot(), at most once per
+        OOM_SNAPSHOT_EVERY seconds: the snapshot walks every block."""
+        if not self._oom_snapshot:
+            return None
+        now = time.monotonic()
+        if now - self._last_snapshot < OOM_SNAPSHOT_EVERY:
+            return None
+        self._last_snapshot = now
+        best = 0
+        for seg in cuda.memory_snapshot():
+            if seg.get("device") != device:
+                continue
+            for b in seg.get("blocks", ()):
+                if b.get("state") == "inactive":
+                    best = max(best, int(b.get("size", 0)))
+        return best
 
     def _uuid(self, cuda: Any, i: int) -> Optional[str]:
         u = self._uuids.get(i)
@@ -284,6 +509,8 @@ class _TorchSource(_FrameworkSource):
         cuda = getattr(torch, "cuda", None)
         if cuda is None or not cuda.is_initialized():
             return []  # never initialise CUDA ourselves
+        if self._observer is None:
+            self._attach(torch)
         out = []
         for i in range(cuda.device_count()):
             s = cuda.memory_stats(i)  # once per device per sample
@@ -293,6 +520,7 @@ class _TorchSource(_FrameworkSource):
             uuid = self._uuid(cuda, i)
             if uuid is None:
                 continue
+            self._count_ooms(uuid, i, s)
             out.append({"uuid": uuid, "pools": [{
                 "name": self.pool,
                 "allocated": s.get("allocated_bytes.all.current", 0),
@@ -305,11 +533,29 @@ class _TorchSource(_FrameworkSource):
             }]})
         return out
 
+    def _count_ooms(self, uuid: str, i: int, s: Mapping[str, Any]) -> None:
+        """Without the observer (torch before 2.0), the ooms counter's rise since the
+        last sample is the record: the events carry this sample's figures, no size."""
+        n = _as_int(s.get("num_ooms"))
+        if n is None:
+            return
+        last = self._ooms.get(i)
+        self._ooms[i] = n
+        if self._observer or last is None or n <= last:
+            return
+        _OOM_LOG.record(uuid, "counter", {
+            "allocated": s.get("allocated_bytes.all.current"),
+            "reserved": s.get("reserved_bytes.all.current"),
+            "inactive_split": s.get("inactive_split_bytes.all.current"),
+        }, count=n - last)
 
-def torch_source(pool: str = "torch") -> Source:
+
+def torch_source(pool: str = "torch", oom_snapshot: bool = True) -> Source:
     """Source for PyTorch's CUDA caching allocator.  Reports nothing until the caller
-    has initialised CUDA through torch; never imports torch itself."""
-    return _TorchSource(pool)
+    has initialised CUDA through torch; never imports torch itself.  It attaches torch's
+    OOM observer, which records each out-of-memory error; oom_snapshot=False leaves out
+    the largest free block (one memory_snapshot() per OOM, at most every 10 s)."""
+    return _TorchSource(pool, oom_snapshot)
 
 
 class _JaxSource(_FrameworkSource):
@@ -352,6 +598,10 @@ class _JaxSource(_FrameworkSource):
                 "peak_allocated": s.get("peak_bytes_in_use"), "limit": s.get("bytes_limit"),
             }]})
         return out
+
+
+    def allocator_settings(self) -> Dict[str, str]:
+        return jax_allocator_settings()
 
 
 def jax_source(pool: str = "jax") -> Source:
@@ -409,6 +659,16 @@ class _CupySource(_FrameworkSource):
                 p["limit"] = limit
             out.append({"uuid": uuid, "pools": [p]})
         return out
+
+
+    def allocator_settings(self) -> Dict[str, str]:
+        cupy: Any = sys.modules.get("cupy")
+        if cupy is None:
+            return {}
+        try:
+            return _clean_settings({"pool_limit": int(cupy.get_default_memory_pool().get_limit())})
+        except Exception:  # noqa: BLE001
+            return {}
 
 
 def cupy_source(pool: str = "cupy") -> Source:
@@ -475,7 +735,16 @@ class TensorRTTracker(object):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: Dict[int, Dict[str, Any]] = {}  # id(key) -> entry dict
+        # The contexts' ExecutionContextAllocationStrategy (STATIC, ON_PROFILE_CHANGE,
+        # USER_MANAGED), pushed as the allocator setting allocation_strategy when set.
+        self.allocation_strategy: Optional[str] = None
         _track_for_fork(self)
+
+    def allocator_settings(self) -> Dict[str, str]:
+        s = self.allocation_strategy
+        if s is not None and not isinstance(s, str):
+            s = getattr(s, "name", None) or str(s).rsplit(".", 1)[-1]
+        return _clean_settings({"allocation_strategy": s})
 
     @property
     def runtime_version(self) -> Optional[str]:
@@ -524,12 +793,17 @@ class TensorRTTracker(object):
             log.warning("TensorRTTracker.register_engine failed: %s", exc)
 
     def register_context(self, context: Any, uuid: Union[str, bytes], name: str = "trt.context",
-                         parent: Optional[str] = None, per_profile: bool = False) -> None:
-        """Report `context`'s device memory as pool `name` on GPU `uuid`.  Never raises."""
+                         parent: Optional[str] = None, per_profile: bool = False,
+                         shared: bool = False) -> None:
+        """Report `context`'s device memory as pool `name` on GPU `uuid`.  shared=True:
+        the context runs on a user-managed buffer (USER_MANAGED strategy,
+        set_device_memory) that it shares with the engine's other shared contexts, so
+        the buffer is counted once.  Never raises."""
         try:
             key = id(context)
             entry = {"kind": "context", "ref": self._ref(context, key), "uuid": _prefix_uuid(uuid),
-                     "name": name, "parent": parent, "per_profile": bool(per_profile)}
+                     "name": name, "parent": parent, "per_profile": bool(per_profile),
+                     "shared": bool(shared)}
             with self._lock:
                 self._entries[key] = entry
         except Exception as exc:  # noqa: BLE001
@@ -617,14 +891,21 @@ class TensorRTTracker(object):
             entries = list(self._entries.values())
         sums: Dict[Tuple[str, str], Pool] = {}  # (uuid, name) -> pool
         order: List[Tuple[str, str]] = []
+        # per engine object: (uuid, name, weights, streaming) and its contexts' sizes
+        engines: Dict[int, Tuple[str, str, Optional[int], Optional[Tuple[int, int, Optional[int]]]]] = {}
+        contexts: Dict[int, List[Tuple[int, bool]]] = {}
         for e in entries:
             obj = e["ref"]()
             if obj is None or e["uuid"] is None:
                 continue
             if e["kind"] == "engine":
                 b, extra = self._engine_pool(e, obj)
+                engines[id(obj)] = (e["uuid"], e["name"], b, self._streaming(obj))
             else:
                 b, extra = self._context_pool(e, obj)
+                eng = getattr(obj, "engine", None)
+                if b is not None and eng is not None:
+                    contexts.setdefault(id(eng), []).append((max(0, int(b)), e["shared"]))
             if b is None:
                 continue
             k = (e["uuid"], e["name"])
@@ -648,6 +929,21 @@ class TensorRTTracker(object):
                 d = devices[k[0]] = {"uuid": k[0], "pools": []}
                 out.append(d)
             d["pools"].append(sums[k])
+        for key, (u, name, weights, ws) in engines.items():
+            d = devices.get(u)
+            ctx = contexts.get(key, [])
+            if d is None or not ctx:
+                continue
+            own = [b for b, shared in ctx if not shared]
+            common = [b for b, shared in ctx if shared]
+            info: Dict[str, Any] = {"engine": name, "contexts": len(ctx),
+                                    "context_bytes": max(b for b, _ in ctx),
+                                    "held_bytes": sum(own) + (max(common) if common else 0)}
+            if weights is not None:
+                info["weights_bytes"] = max(0, int(weights))
+            if ws is not None:
+                info["streamable_bytes"], info["streaming_budget_bytes"] = ws[0], ws[1]
+            d.setdefault("trt_engines", []).append(info)
         return out
 
 
@@ -666,6 +962,7 @@ _fork_hook_installed = False
 def _after_fork_in_child() -> None:
     global _cuda_lock
     _cuda_lock = threading.Lock()
+    _OOM_LOG.__init__()  # type: ignore[misc]  # the parent's events are not the child's
     for obj in list(_fork_objects):
         try:
             obj._after_fork_in_child()
@@ -725,6 +1022,43 @@ def _validate_labels(labels: Optional[Mapping[str, Any]]) -> Dict[str, str]:
             continue
         out[name] = value
     return out
+
+
+class _Phase(object):
+    """The context manager of Reporter.phase()."""
+
+    def __init__(self, reporter: "Reporter", name: str) -> None:
+        self._r = reporter
+        self._name = name if isinstance(name, str) and _PHASE_RE.match(name) else None
+        self._dev: Optional[int] = None
+        if self._name is None:
+            reporter._warn("phase:%r" % (name,), "invalid phase name %r (want ^[a-z][a-z0-9_]{0,31}$); not recorded", name)
+
+    def __enter__(self) -> "_Phase":
+        try:
+            torch: Any = sys.modules.get("torch")  # never imported for the caller
+            cuda = getattr(torch, "cuda", None) if torch is not None else None
+            if self._name is not None and cuda is not None and cuda.is_initialized():
+                dev = int(cuda.current_device())
+                cuda.reset_peak_memory_stats(dev)
+                self._dev = dev
+        except Exception as exc:  # noqa: BLE001
+            self._r._warn("phase", "cannot reset the peak counter: %s", exc)
+        return self
+
+    def __exit__(self, *exc: Any) -> "Literal[False]":
+        dev, self._dev = self._dev, None
+        if dev is None or self._name is None:
+            return False
+        try:
+            cuda = sys.modules["torch"].cuda
+            peak = _as_int(cuda.max_memory_allocated(dev))
+            u = self._r._phase_uuid(cuda, dev)
+            if peak is not None and u is not None:
+                self._r._record_phase(u, self._name, peak)
+        except Exception as exc:  # noqa: BLE001
+            self._r._warn("phase", "cannot read the peak counter: %s", exc)
+        return False
 
 
 class Reporter(object):
@@ -799,10 +1133,16 @@ class Reporter(object):
         self._running = False
         self._last_sample = float("-inf")
         # cached JSON head of the message, keyed by (runtime, runtime_version)
-        self._head: Optional[Tuple[Tuple[str, Optional[str]], str]] = None
+        self._head: Optional[Tuple[Tuple[str, Optional[str], str], str]] = None
         self._ok_uuids: Set[str] = set()   # validation caches
         self._ok_names: Set[str] = set()
         self._rv_cache: Dict[Any, Optional[str]] = {}
+        # allocator settings of the message's runtime, re-read every SETTINGS_EVERY s
+        self._settings: Optional[Tuple[str, float, str]] = None  # (runtime, when, JSON)
+        # phase peaks since the last message sent: uuid -> phase -> bytes
+        self._phases: Dict[str, Dict[str, int]] = {}
+        self._phase_uuids: Dict[int, str] = {}
+        self._engines: Dict[str, str] = {}  # uuid -> trt_engines JSON of the last _collect
         _track_for_fork(self)
 
     # ---- counters ------------------------------------------------------------------
@@ -880,6 +1220,54 @@ class Reporter(object):
         except Exception:  # noqa: BLE001
             pass
 
+    # ---- phases --------------------------------------------------------------------
+    def phase(self, name: str) -> "_Phase":
+        """`with reporter.phase("preprocess"):` records the peak allocated bytes inside
+        the block (torch: the current device's peak counter, reset when the block
+        begins), pushed as the phase's peak since the previous message.  The counter is
+        process-wide: two phases running at once in two threads see each other's
+        allocations, and the pool's peak_allocated becomes "since the last reset".
+        Names: ^[a-z][a-z0-9_]{0,31}$, at most 16 per GPU.  Never raises."""
+        return _Phase(self, name)
+
+    def phased(self, name: str) -> Callable[[_F], _F]:
+        """Decorator form of phase(): `@reporter.phased("infer")`."""
+        def wrap(fn: _F) -> _F:
+            @functools.wraps(fn)
+            def inner(*args: Any, **kw: Any) -> Any:
+                with self.phase(name):
+                    return fn(*args, **kw)
+            return cast(_F, inner)
+        return wrap
+
+    def _phase_uuid(self, cuda: Any, dev: int) -> Optional[str]:
+        u = self._phase_uuids.get(dev)
+        if u is None:
+            try:
+                u = _prefix_uuid(getattr(cuda.get_device_properties(dev), "uuid", None))
+            except Exception:  # noqa: BLE001
+                u = None
+            if u is None:
+                u = cuda_uuid(dev)
+            if u is not None:
+                self._phase_uuids[dev] = u
+        return u
+
+    def _record_phase(self, uuid: str, name: str, peak: int) -> None:
+        with self._state_lock:
+            per = self._phases.setdefault(uuid, {})
+            if name not in per and len(per) >= MAX_PHASES:
+                self._warn("phases", "more than %d phases on %s; phase %r not recorded", MAX_PHASES, uuid, name)
+                return
+            per[name] = max(per.get(name, 0), peak)
+
+    def _phase_fragment(self, uuid: str, taken: Dict[str, Dict[str, int]]) -> str:
+        per = taken.get(uuid)
+        if not per:
+            return ""
+        return ',"phase_peaks":[%s]' % ",".join(
+            '{"phase":"%s","peak_allocated":%d}' % (n, min(v, MAX_VALUE)) for n, v in sorted(per.items()))
+
     # ---- sampling ------------------------------------------------------------------
     def _collect(self) -> Tuple[str, Optional[str], List[Tuple[str, List[str]]]]:
         """Run the sources, merge by uuid, validate.  Returns (runtime, rversion, devices)."""
@@ -888,6 +1276,7 @@ class Reporter(object):
             static = [(k, self._static[k]) for k in self._static_order]
         devices: Dict[Any, Dict[Any, Any]] = {}   # uuid -> {name: pool}
         order: List[Any] = []
+        engines: Dict[str, List[Any]] = {}  # uuid -> TensorRT engines (trt_engines)
         runtime: Any = self.runtime
         rversion = self.runtime_version
         fallback: Optional[Source] = None
@@ -918,6 +1307,9 @@ class Reporter(object):
                     if pools is None:
                         pools = devices[u] = {}
                         order.append(u)
+                    engs = dev.get("trt_engines")
+                    if engs and isinstance(u, str):
+                        engines.setdefault(u, []).extend(engs)
                     for p in dev.get("pools") or ():
                         n = p.get("name")
                         if n in pools:
@@ -944,7 +1336,34 @@ class Reporter(object):
             runtime = "unknown"
         if runtime is None:
             runtime = "unknown"
+        self._engines = dict((u, self._engines_json(u, e)) for u, e in engines.items())
         return runtime, rversion, self._validate(devices, order)
+
+    def _engines_json(self, uuid: str, engines: List[Any]) -> str:
+        """The device's `,"trt_engines":[…]`: engines named by the pool pattern, unique,
+        at most MAX_TRT_ENGINES; anything else is left out with a warning."""
+        parts: List[str] = []
+        seen: Set[str] = set()
+        for e in engines:
+            try:
+                name, n = e.get("engine"), _as_int(e.get("contexts"))
+                if not isinstance(name, str) or not _POOL_RE.match(name) or name in seen or n is None:
+                    self._warn("trt_engine", "TensorRT engine %r on %s skipped", name, uuid)
+                    continue
+                if len(parts) >= MAX_TRT_ENGINES:
+                    self._warn("trt_engines", "more than %d TensorRT engines on %s", MAX_TRT_ENGINES, uuid)
+                    break
+                seen.add(name)
+                f = ['{"engine":"%s","contexts":%d' % (name, n)]
+                for k in ("context_bytes", "held_bytes", "weights_bytes", "streamable_bytes", "streaming_budget_bytes"):
+                    v = _as_int(e.get(k))
+                    if v is not None:
+                        f.append(',"%s":%d' % (k, v))
+                f.append("}")
+                parts.append("".join(f))
+            except Exception as exc:  # noqa: BLE001
+                self._warn("trt_engine", "TensorRT engine on %s skipped: %s", uuid, exc)
+        return ',"trt_engines":[%s]' % ",".join(parts) if parts else ""
 
     def _rversion(self, raw: Any) -> Optional[str]:
         v = self._rv_cache.get(raw)
@@ -1053,20 +1472,53 @@ class Reporter(object):
         parts.append("}")
         return "".join(parts), parent, name
 
+    def _allocator_json(self, runtime: str) -> str:
+        """The `,"allocator":{…}` of the message's runtime, "" when it has none: from
+        the source that names the runtime, else from the environment by name."""
+        now = self._clock()
+        cached = self._settings
+        if cached is not None and cached[0] == runtime and now - cached[1] < SETTINGS_EVERY:
+            return cached[2]
+        settings: Dict[str, str] = {}
+        try:
+            found = False
+            for src in self._sources:
+                fn = getattr(src, "allocator_settings", None)
+                if fn is not None and getattr(src, "runtime", None) == runtime:
+                    settings, found = fn(), True
+                    break
+            if not found and runtime == "torch":
+                settings = torch_allocator_settings()
+            elif not found and runtime == "jax":
+                settings = jax_allocator_settings()
+            settings = _clean_settings(settings)
+        except Exception as exc:  # noqa: BLE001
+            self._warn("settings", "cannot read the allocator settings: %s", exc)
+            settings = {}
+        js = ',"allocator":' + json.dumps(settings, separators=(",", ":"), sort_keys=True) if settings else ""
+        self._settings = (runtime, now, js)
+        return js
+
     def _encode(self, runtime: str, rversion: Optional[str],
                 devices: List[Tuple[str, List[str]]], dropped: int) -> bytes:
+        settings = self._allocator_json(runtime)
         head = self._head
-        if head is None or head[0] != (runtime, rversion):
+        if head is None or head[0] != (runtime, rversion, settings):
             h = '{"v":%d,"runtime":%s' % (PROTOCOL_VERSION, json.dumps(runtime))
             if rversion:
                 h += ',"runtime_version":' + json.dumps(rversion)
             if self.labels:
                 h += ',"labels":' + json.dumps(self.labels, separators=(",", ":"))
+            h += settings
             h += ',"client_dropped":'
-            head = self._head = ((runtime, rversion), h)
+            head = self._head = ((runtime, rversion, settings), h)
         parts = [head[1], str(int(dropped)), ',"devices":[']
+        with self._state_lock:
+            taken = self._phases
         for i, (u, frags) in enumerate(devices):
-            parts.append('%s{"uuid":"%s","pools":[%s]}' % ("," if i else "", u, ",".join(frags)))
+            parts.append('%s{"uuid":"%s","pools":[%s]%s%s%s}' % (
+                "," if i else "", u, ",".join(frags), _OOM_LOG.fragment(u),
+                self._phase_fragment(u, taken), self._engines.get(u, "")))
         parts.append("]}")
         return "".join(parts).encode("utf-8")
 
@@ -1096,7 +1548,16 @@ class Reporter(object):
                     self._warn("too_large", "sample of %d bytes is over %d bytes; dropped",
                                len(data), MAX_MESSAGE_BYTES)
                     return False
-                return self._send_locked(data)
+                with self._state_lock:
+                    taken, self._phases = self._phases, {}
+                ok = self._send_locked(data)
+                if not ok:  # keep the peaks for the next message
+                    with self._state_lock:
+                        for u, per in taken.items():
+                            mine = self._phases.setdefault(u, {})
+                            for n, v in per.items():
+                                mine[n] = max(mine.get(n, 0), v)
+                return ok
         except Exception as exc:  # noqa: BLE001
             try:
                 self._errors += 1
