@@ -21,10 +21,18 @@ import (
 // the same handlers.
 func TestTwoListenAddressesBothServe(t *testing.T) {
 	d := startDaemon(t, "--web.listen-address=127.0.0.1:0")
+	// startDaemon returns at the first "listening" line; the second follows it, so wait
+	// for it (bounded) rather than read the log at once.
 	var addrs []string
-	for _, l := range d.logLines() {
-		if l["msg"] == "listening" {
-			addrs = append(addrs, l["address"].(string))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		addrs = addrs[:0]
+		for _, l := range d.logLines() {
+			if l["msg"] == "listening" {
+				addrs = append(addrs, l["address"].(string))
+			}
+		}
+		if len(addrs) >= 2 || time.Now().After(deadline) {
+			break
 		}
 	}
 	if len(addrs) != 2 || addrs[0] == addrs[1] {
