@@ -53,15 +53,15 @@ func newDescs() descs {
 		nvmlPollDuration: nd("nvml_poll_duration_seconds", "Wall time of the last NVML poll over all GPUs and process lists."),
 		nvmlErrors:       nd("nvml_errors_total", "NVML calls that failed, by call and NVML error, since the daemon started. A failing GPU is left out; the others still export.", "call", "error"),
 
-		gpuInfo:           nd("gpu_info", "GPU (or MIG device) identity; always 1. memory_api says whether memory came from nvmlDeviceGetMemoryInfo_v2 (v2) or the older v1 call.", "uuid", "gpu", "name", "pci_bus_id", "memory_api", "mig_mode", "parent_uuid", "gpu_instance_id", "compute_instance_id"),
+		gpuInfo:           nd("gpu_info", "GPU (or MIG device) identity; always 1. memory_api says whether memory came from nvmlDeviceGetMemoryInfo_v2 (v2) or the older v1 call. mig_mode is read when NVML starts, when the set of GPUs changes and every minute: it changes only with a GPU reset.", "uuid", "gpu", "name", "pci_bus_id", "memory_api", "mig_mode", "parent_uuid", "gpu_instance_id", "compute_instance_id"),
 		gpuTotal:          nd("gpu_memory_total_bytes", "Total memory of the GPU (NVML)."+sampled, gpuLabels...),
 		gpuUsed:           nd("gpu_memory_used_bytes", "Memory in use on the GPU (NVML; with memory_api v2 this excludes the driver's own reservation)."+sampled, gpuLabels...),
 		gpuFree:           nd("gpu_memory_free_bytes", "Free memory on the GPU (NVML)."+sampled, gpuLabels...),
 		gpuDriverReserved: nd("gpu_memory_driver_reserved_bytes", "Memory the driver reserves for itself (NVML v2 'reserved'; absent with memory_api v1). Not the allocator's reserved bytes."+sampled, gpuLabels...),
 		gpuBAR1Total:      nd("gpu_bar1_total_bytes", "Total BAR1 (host-mappable) memory of the GPU.", gpuLabels...),
-		gpuBAR1Used:       nd("gpu_bar1_used_bytes", "BAR1 (host-mappable) memory in use."+sampled, gpuLabels...),
+		gpuBAR1Used:       nd("gpu_bar1_used_bytes", "BAR1 (host-mappable) memory in use. Read from NVML every 15 s; the last figure is kept in between.", gpuLabels...),
 
-		procUsed:         nd("process_gpu_memory_used_bytes", "GPU memory a process holds as the driver sees it (NVML compute, graphics and MPS lists, deduplicated). pid is a host PID."+sampled, procLabels...),
+		procUsed:         nd("process_gpu_memory_used_bytes", "GPU memory a process holds as the driver sees it (NVML compute, graphics and MPS lists, deduplicated). pid is a host PID. The compute list is read every --nvml.poll-interval, the graphics and MPS lists every 5 s (the last ones kept in between; a process in the compute list has this tick's figure).", procLabels...),
 		procUnattributed: nd("process_unattributed_bytes", "Driver view minus allocator view: process GPU memory used minus the reserved bytes of its top-level pushed pools. CUDA context, cuBLAS/cuDNN/NCCL workspaces, TensorRT persistent memory, plugins. Negative when an allocator reports more than the driver sees."+sampled, procLabels...),
 		procInfo:         nd("process_info", "Facts about a GPU process from procfs; always 1. Join with `* on(pid) group_left(comm, container_id) vram_process_info`. container_id matches kube-state-metrics.", "pid", "comm", "cmdline", "container_id", "pod_uid"),
 		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs."+sampled, "pid"),

@@ -7,10 +7,12 @@
 //   - SetFromCgroup gives the Go runtime a soft memory limit below the cgroup's
 //     memory.max, so the garbage collector works harder before the kernel kills the
 //     daemon, instead of growing the heap to twice its live size;
-//   - Returner forces a collection and returns free memory to the kernel once the
-//     runtime holds more than a floor: after a burst the heap is mostly garbage, but
-//     with nothing allocating, the next collection (and so the return) could be minutes
-//     away.
+//   - Returner returns free memory to the kernel at once after a burst went away: once
+//     a collection has found the burst's memory dead, the runtime holds far more heap
+//     than its own goal, and the background scavenger would give it back only slowly.
+//     At steady state it does nothing: a forced collection and scavenge every check
+//     cost about 20 ms of CPU each (BenchmarkForcedReturn), more than a minute of
+//     sampling ticks.
 package memlimit
 
 import (
@@ -125,19 +127,25 @@ type Returner struct {
 	// within about one interval after it ends.
 	Interval time.Duration
 	// Floor is how much memory the Go runtime may hold (mapped and not returned)
-	// before a check forces a collection; DefaultFloor when zero.
+	// before a check considers returning any; DefaultFloor when zero.
 	Floor uint64
+	// Drop is how much more heap than its own goal the runtime must hold (a burst's
+	// memory, found dead by a collection and not yet returned) for a check to return
+	// it; DefaultDrop when zero. At steady state the runtime holds about its goal.
+	Drop  uint64
 	Clock clock.Clock
-	// Held and Free are the runtime's figures and debug.FreeOSMemory; tests replace them.
-	Held func() uint64
-	Free func()
+	// Held, Surplus and Free are the runtime's figures and debug.FreeOSMemory; tests
+	// replace them.
+	Held    func() uint64
+	Surplus func() uint64
+	Free    func()
 }
 
-// Defaults: the daemon's Go runtime holds well under 32 MiB on a normal node, and a
-// forced collection of a heap that small costs a few milliseconds.
+// Defaults: the daemon's Go runtime holds well under 32 MiB on a normal node.
 const (
 	DefaultInterval = 20 * time.Second
 	DefaultFloor    = 32 << 20
+	DefaultDrop     = 16 << 20
 )
 
 // Run checks every Interval until ctx is done.
@@ -151,8 +159,14 @@ func (r Returner) Run(ctx context.Context) {
 	if r.Clock == nil {
 		r.Clock = clock.Real{}
 	}
+	if r.Drop == 0 {
+		r.Drop = DefaultDrop
+	}
 	if r.Held == nil {
 		r.Held = Held
+	}
+	if r.Surplus == nil {
+		r.Surplus = Surplus
 	}
 	if r.Free == nil {
 		r.Free = debug.FreeOSMemory
@@ -164,7 +178,7 @@ func (r Returner) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			if r.Held() > r.Floor {
+			if r.Held() > r.Floor && r.Surplus() >= r.Drop {
 				r.Free()
 			}
 		}
@@ -180,4 +194,28 @@ func Held() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// Surplus is the heap memory the Go runtime holds (mapped, not returned) beyond its
+// heap goal. It is near zero at steady state, where the heap grows to the goal and the
+// scavenger returns what lies above it; it is large after a collection found a burst's
+// memory dead, because the goal fell with the live heap but the pages are still held.
+func Surplus() uint64 {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/gc/heap/goal:bytes"},
+	}
+	metrics.Read(s)
+	var v [4]uint64
+	for i := range s {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		v[i] = s[i].Value.Uint64()
+	}
+	held := v[0] + v[1] + v[2]
+	if held <= v[3] {
+		return 0
+	}
+	return held - v[3]
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"testing"
@@ -80,9 +81,10 @@ func TestReturnerFreesAboveTheFloor(t *testing.T) {
 	var held atomic.Uint64
 	frees := make(chan struct{}, 10)
 	checked := make(chan struct{}, 10)
-	r := Returner{Interval: time.Second, Floor: 100, Clock: clk,
-		Held: func() uint64 { defer func() { checked <- struct{}{} }(); return held.Load() },
-		Free: func() { frees <- struct{}{}; held.Store(50) }}
+	r := Returner{Interval: time.Second, Floor: 100, Drop: 10, Clock: clk,
+		Held:    func() uint64 { defer func() { checked <- struct{}{} }(); return held.Load() },
+		Surplus: func() uint64 { return 1000 },
+		Free:    func() { frees <- struct{}{}; held.Store(50) }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
@@ -108,6 +110,73 @@ func TestReturnerFreesAboveTheFloor(t *testing.T) {
 	<-done
 	if len(frees) != 0 {
 		t.Fatalf("freed below the floor")
+	}
+}
+
+// At steady state the runtime holds more than the floor but about its heap goal: no
+// check forces a collection. Once a burst's memory is dead and held beyond the goal,
+// the next check returns it, once.
+func TestReturnerLeavesTheSteadyStateAlone(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	var surplus atomic.Uint64
+	frees := make(chan struct{}, 10)
+	checked := make(chan struct{}, 10)
+	r := Returner{Interval: time.Second, Floor: 100, Drop: 64, Clock: clk,
+		Held:    func() uint64 { return 500 },
+		Surplus: func() uint64 { defer func() { checked <- struct{}{} }(); return surplus.Load() },
+		Free:    func() { frees <- struct{}{}; surplus.Store(0) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-clk.Registered()
+	wait := func(ch chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s", what)
+		}
+	}
+	surplus.Store(63)
+	for range 5 {
+		clk.Advance(time.Second)
+		wait(checked, "check")
+	}
+	if len(frees) != 0 {
+		t.Fatal("freed at steady state (surplus below Drop)")
+	}
+	surplus.Store(64)
+	clk.Advance(time.Second)
+	wait(checked, "check")
+	wait(frees, "free once the surplus reached Drop")
+	clk.Advance(time.Second)
+	wait(checked, "check")
+	if len(frees) != 0 {
+		t.Fatal("freed again after the surplus was returned")
+	}
+}
+
+// Surplus sees a burst that a collection found dead, and not the heap after it was
+// returned.
+func TestSurplusSeesADeadBurst(t *testing.T) {
+	debug.FreeOSMemory()
+	before := Surplus()
+	func() {
+		burst := make([][]byte, 0, 64)
+		for range 64 {
+			burst = append(burst, make([]byte, 1<<20))
+		}
+		sink = burst[len(burst)-1]
+	}()
+	runtime.GC()
+	if s := Surplus(); s < before+32<<20 {
+		t.Errorf("Surplus after a dead 64 MiB burst = %d MiB (before %d MiB), want ≥ 32 MiB more", s>>20, before>>20)
+	}
+	sink = nil
+	debug.FreeOSMemory()
+	if s := Surplus(); s >= DefaultDrop {
+		t.Errorf("Surplus after the return = %d MiB, want < %d MiB", s>>20, DefaultDrop>>20)
 	}
 }
 

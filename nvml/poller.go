@@ -8,6 +8,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
@@ -48,6 +49,7 @@ type Poller struct {
 	errs          map[ErrorKey]uint64
 	kinds         [8][]string // Process.Kinds per list bitmask, shared by snapshots
 	scratch       procScratch
+	now           time.Time // the clock at the start of the poll in progress
 }
 
 // symbols records which optional NVML entry points the loaded driver exports. go-nvml

@@ -12,9 +12,11 @@ import (
 	"github.com/vram-exporter/vram_exporter/nvml/nvmltest"
 )
 
-// BenchmarkPoll measures one poll of 8 GPUs × 64 processes against the fake NVML, whose
-// calls cost next to nothing, so ns/op is the poller's own overhead (plus the fake's
-// process-list slices, which the real go-nvml allocates too).
+// BenchmarkPoll measures one steady poll of 8 GPUs × 64 processes against the fake
+// NVML, whose calls cost next to nothing, so ns/op is the poller's own overhead (plus the
+// fake's process-list slices, which the real go-nvml allocates too). The clock does not
+// move, so the slower cadences (graphics and MPS lists, BAR1, MIG mode) are not due and
+// their kept figures are merged, as on most real polls.
 func BenchmarkPoll(b *testing.B) {
 	srv := nvmltest.NewServer(nvmltest.H200s(8, 64)...)
 	h := newHarness(b, srv)
@@ -40,8 +42,9 @@ func BenchmarkLatest(b *testing.B) {
 	}
 }
 
-// BenchmarkRawCalls makes the NVML calls a steady poll of 8 GPUs × 64 processes makes
-// (the device count; per GPU memory, BAR1, MIG mode and the three process lists) straight
+// BenchmarkRawCalls makes every NVML call a poll of 8 GPUs × 64 processes can make
+// (the device count; per GPU memory, BAR1, MIG mode and the three process lists; a steady
+// poll makes only the count, memory and the compute list) straight
 // against the same fake, with handles read once as the poller keeps them. BenchmarkPoll
 // minus this is the poller's own work: merging the lists, building the snapshot, copying
 // the error counters. Identity (handle, UUID, name, PCI bus id) and calls a GPU does not

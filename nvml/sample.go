@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -33,6 +34,16 @@ type deviceState struct {
 	noMIG      bool
 	noList     [3]bool // per process list kind
 
+	// What is read on a slower cadence than every poll (Options), with the time of
+	// the last successful read (zero: read on the next poll) and the figures kept
+	// between reads. A failed read is retried on the next poll.
+	migAt  time.Time
+	migOn  bool
+	bar1At time.Time
+	bar1   gonvml.BAR1Memory
+	listAt [3]time.Time            // per process list kind; the compute list is read every poll
+	kept   [3][]gonvml.ProcessInfo // the last graphics and MPS lists
+
 	migs []deviceState // per MIG slot; handle and ids refreshed every poll
 	gi   int
 	ci   int
@@ -57,12 +68,14 @@ type procAcc struct {
 	pid   uint32
 	used  uint64
 	kinds uint8
+	fresh bool // used was read on this poll, not kept from an earlier one
 }
 
 // pollLocked reads every device once. It returns a non-nil error when the driver is
 // gone and Run must re-initialise.
 func (p *Poller) pollLocked() (*Snapshot, error) {
 	start := p.clock.Now()
+	p.now = start
 	s := &Snapshot{Time: start}
 	if !p.up || p.lost {
 		s.Errors = p.errorsLocked()
@@ -156,17 +169,21 @@ func (p *Poller) pollDevice(index int, d *deviceState, gpus []GPU) []GPU {
 	if !p.readMemory(d, &g) {
 		return gpus
 	}
-	if !d.noBAR1 {
+	if !d.noBAR1 && p.opts.due(d.bar1At, p.now, p.opts.BAR1Interval) {
 		bar1, ret := d.handle.GetBAR1MemoryInfo()
 		switch ret {
 		case gonvml.SUCCESS:
-			g.BAR1Valid, g.BAR1TotalBytes, g.BAR1UsedBytes = true, bar1.Bar1Total, bar1.Bar1Used
+			d.bar1, d.bar1At = bar1, p.now
 		case gonvml.ERROR_NOT_SUPPORTED:
 			d.noBAR1 = true
 			p.countLocked(CallGetBAR1MemoryInfo, ret)
 		default:
+			d.bar1At = time.Time{}
 			p.countLocked(CallGetBAR1MemoryInfo, ret)
 		}
+	}
+	if !d.noBAR1 && !d.bar1At.IsZero() {
+		g.BAR1Valid, g.BAR1TotalBytes, g.BAR1UsedBytes = true, d.bar1.Bar1Total, d.bar1.Bar1Used
 	}
 	g.MIGEnabled = p.migEnabled(d)
 	gpus = append(gpus, g)
@@ -214,20 +231,28 @@ func (p *Poller) readMemoryV1(h gonvml.Device, g *GPU) bool {
 	return true
 }
 
+// migEnabled reads the current MIG mode on a slow cadence: it changes only with a GPU
+// reset (a requested change shows as pending until then), and a reset makes the GPU
+// drop out and come back, which rebuilds the device state and so reads it again.
 func (p *Poller) migEnabled(d *deviceState) bool {
 	if !p.syms.mig || d.noMIG {
 		return false
 	}
+	if !p.opts.due(d.migAt, p.now, p.opts.MIGModeInterval) {
+		return d.migOn
+	}
 	current, _, ret := d.handle.GetMigMode()
 	switch ret {
 	case gonvml.SUCCESS:
-		return current == gonvml.DEVICE_MIG_ENABLE
+		d.migOn, d.migAt = current == gonvml.DEVICE_MIG_ENABLE, p.now
+		return d.migOn
 	case gonvml.ERROR_NOT_SUPPORTED:
 		// Not a MIG-capable GPU: expected, not an error worth a counter.
 		d.noMIG = true
 	default:
 		p.countLocked(CallGetMigMode, ret)
 	}
+	d.migOn, d.migAt = false, time.Time{}
 	return false
 }
 
@@ -298,7 +323,10 @@ func (p *Poller) pollMIG(d *deviceState, parent GPU, gpus []GPU) []GPU {
 
 // readProcesses merges the compute, graphics and MPS lists of one device into one
 // Process per PID, sorted by PID, appended to the scratch output as one chunk. A failing
-// list only drops that list.
+// list only drops that list. The compute list is read on every poll; the graphics and
+// MPS lists every GraphicsMPSInterval, and the last ones are merged in between. A kept
+// entry adds its kind to a PID a list read on this poll already has but not its size,
+// so a process's bytes are never older than the poll.
 func (p *Poller) readProcesses(d *deviceState, uuid string) {
 	sc := &p.scratch
 	if sc.index == nil {
@@ -309,6 +337,10 @@ func (p *Poller) readProcesses(d *deviceState, uuid string) {
 
 	for kind := range kindNames {
 		if d.noList[kind] {
+			continue
+		}
+		if kind > 0 && (kind != 2 || p.syms.mps) && !p.opts.due(d.listAt[kind], p.now, p.opts.GraphicsMPSInterval) {
+			p.mergeList(d.kept[kind], kind, false, "")
 			continue
 		}
 		var (
@@ -334,24 +366,14 @@ func (p *Poller) readProcesses(d *deviceState, uuid string) {
 			if ret == gonvml.ERROR_NOT_SUPPORTED {
 				d.noList[kind] = true
 			}
+			d.kept[kind], d.listAt[kind] = nil, time.Time{}
 			p.countLocked(call, ret)
 			continue
 		}
-		for _, pi := range list {
-			used := pi.UsedGpuMemory
-			if used == notAvailable {
-				used = 0
-				p.countNameLocked(call, ErrValueNotAvailable)
-			}
-			if j, ok := sc.index[pi.Pid]; ok {
-				a := &sc.accs[j]
-				a.used = max(a.used, used)
-				a.kinds |= 1 << kind
-				continue
-			}
-			sc.index[pi.Pid] = len(sc.accs)
-			sc.accs = append(sc.accs, procAcc{pid: pi.Pid, used: used, kinds: 1 << kind})
+		if kind > 0 {
+			d.kept[kind], d.listAt[kind] = list, p.now
 		}
+		p.mergeList(list, kind, true, call)
 	}
 	// procAcc holds no pointers, so sorting it is cheaper than sorting Processes.
 	slices.SortFunc(sc.accs, func(a, b procAcc) int { return cmp.Compare(a.pid, b.pid) })
@@ -360,6 +382,34 @@ func (p *Poller) readProcesses(d *deviceState, uuid string) {
 		sc.out = append(sc.out, Process{PID: a.pid, UUID: uuid, UsedBytes: a.used, Kinds: p.kinds[a.kinds]})
 	}
 	sc.chunks = append(sc.chunks, procChunk{uuid: uuid, start: start, end: len(sc.out)})
+}
+
+// mergeList adds one process list to the scratch accumulators. fresh says the list was
+// read on this poll; only then are NOT_AVAILABLE sizes counted (once per read).
+func (p *Poller) mergeList(list []gonvml.ProcessInfo, kind int, fresh bool, call string) {
+	sc := &p.scratch
+	for _, pi := range list {
+		used := pi.UsedGpuMemory
+		if used == notAvailable {
+			used = 0
+			if fresh {
+				p.countNameLocked(call, ErrValueNotAvailable)
+			}
+		}
+		if j, ok := sc.index[pi.Pid]; ok {
+			a := &sc.accs[j]
+			a.kinds |= 1 << kind
+			switch {
+			case fresh && !a.fresh:
+				a.used, a.fresh = used, true
+			case fresh == a.fresh:
+				a.used = max(a.used, used)
+			}
+			continue
+		}
+		sc.index[pi.Pid] = len(sc.accs)
+		sc.accs = append(sc.accs, procAcc{pid: pi.Pid, used: used, kinds: 1 << kind, fresh: fresh})
+	}
 }
 
 // cString converts a NUL-terminated C char array as go-nvml exposes it.

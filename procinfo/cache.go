@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -112,13 +110,8 @@ func (c *Cache) Len() int {
 }
 
 func (c *Cache) readStat(pid uint32) ([]byte, error) {
-	f, err := os.Open(c.r.root + "/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	n, err := readSmall(c.r.root+"/"+strconv.FormatUint(uint64(pid), 10)+"/stat", c.buf[:])
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	n, err := io.ReadFull(f, c.buf[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, err
 	}
 	return c.buf[:n], nil
