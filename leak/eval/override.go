@@ -23,6 +23,14 @@ type TrendOverride struct {
 	MinDuration           string   `json:"min_duration,omitempty"`
 }
 
+// ShortTrace is the override of scripts/gpu/short-trace.yml: the settings, scaled down,
+// that the minutes-long real-GPU traces are judged with.
+func ShortTrace() *TrendOverride {
+	rate, fit := 8738.0, 0.85
+	return &TrendOverride{Bucket: "10s", ShortWindow: "2m", LongWindow: "4m", WarmUp: "1m",
+		MinRateBytesPerSecond: &rate, MinFit: &fit, MinDuration: "0s"}
+}
+
 // Apply returns base with o's fields in place, validated.
 func (o *TrendOverride) Apply(base trend.Config) (trend.Config, error) {
 	cfg := base
