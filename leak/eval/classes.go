@@ -28,7 +28,7 @@ func server(r *rand.Rand, name string, seed uint64) Spec {
 	return Spec{
 		Name: name, Seed: seed, Duration: 3 * time.Hour, Cadence: cadences[r.IntN(len(cadences))], Push: true,
 		AllocBase: 65 + float64(r.IntN(4))*4096*r.Float64(), ActPeak: 100 + 1900*r.Float64(), Busy: 0.2 + 0.6*r.Float64(),
-		FloorJit: 4 * r.Float64(),
+		FloorJit:  4 * r.Float64(),
 		CacheWarm: 200 + 700*r.Float64(), UnattrBase: 520, UnattrWarm: 120 + 100*r.Float64(),
 		WarmSpan: time.Duration(1+3*r.Float64()) * time.Minute,
 	}
