@@ -1,0 +1,377 @@
+package trend
+
+import (
+	"math"
+	"slices"
+)
+
+// sigmaMin is the smallest noise the floors are credited with: NVML reports a process's
+// memory in whole MiB, and nothing below a MiB is worth a page.
+const sigmaMin = 1 << 20
+
+// smoothWindows is how many short windows a smooth, steady rise must last, after the
+// warm-up's least time, to end the warm-up before the floors go flat: caches and module
+// loads that fill smoothly were seen to do so for up to half an hour at the defaults,
+// and a fresh CUDA context for two to three minutes of real time at any setting.
+const smoothWindows = 3
+
+// longBlocks is how many blocks the long window is fitted in: 5-minute blocks at the
+// defaults, each the minimum of its floors.
+const longBlocks = 24
+
+// fastBuckets is how many consecutive rising buckets the fast rule wants: with 30 s
+// buckets, three increments fit within two minutes of a leak's onset wherever in its
+// bucket the onset falls (the first, partial bucket may not rise at all).
+const fastBuckets = 3
+
+// view is what one column's floors say at a bucket close (see analyze).
+type view struct {
+	present bool // the short window holds at least minPoints floors
+	newest  float64
+	sigma   float64
+	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
+	w       int64   // envelope width in buckets: the longest give-back excursion seen
+
+	short, long fitResult // the floors themselves, exported
+	judge       fitResult // the envelope over max(short window, 3 w)
+	envLong     fitResult // the envelope over the long window, in blocks
+	recent      fitResult // the envelope's newest quarter of the long window
+	decel       bool      // the long envelope slows down (see decelerates)
+	judgeDecel  bool      // the judged window slows down
+	longSpan    int64     // buckets between the oldest and newest floor in the long window
+
+	settled  bool // the envelope's range over the short window is within sig
+	smooth   bool // over smoothWindows short windows the floors rise in most buckets, not slowing down
+	line     bool // over the short window the floors rise in most buckets
+	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
+	fastRate float64
+	cont     bool // the newest bucket still rises at half the fast rate or more
+}
+
+// analyze computes the view of column c at the close of bucket h.last. Everything is
+// recomputed from the ring (a few thousand operations for the default 240 floors), into
+// the engine's scratch buffers.
+//
+// The long-window rules (envLong, recent, decel, longSpan) only use the floors from
+// bucket since on: the warm-up's growth is excused, and a long window still full of a
+// cache that filled in steps must not read as a slow leak once the warm-up is over.
+func (e *Engine) analyze(h *history, c int, since int64) view {
+	cfg := &e.cfg
+	sc := &e.sc
+	nl := int64(len(h.idx))
+	ns := int64(cfg.ShortWindow / cfg.Bucket)
+	var v view
+	if !h.started {
+		return v
+	}
+
+	// The long window's floors, oldest first, x = bucket index − newest (≤ 0). The point
+	// fitted is min(floor[b−1], floor[b]): a floor can only be wrong upwards (a bucket in
+	// which the process was never idle), so one raised bucket vanishes while a line only
+	// shifts by a bucket.
+	xs, ps, fs := grow(&sc.x, 0), grow(&sc.p, 0), grow(&sc.f, 0)
+	prev, prevOK := 0.0, false
+	for b := h.last - nl + 1; b <= h.last; b++ {
+		f, ok := h.get(c, b)
+		if !ok {
+			prevOK = false
+			continue
+		}
+		p := f
+		if prevOK && prev < p {
+			p = prev
+		}
+		xs, ps, fs = append(xs, float64(b-h.last)), append(ps, p), append(fs, f)
+		prev, prevOK = f, true
+	}
+	sc.x, sc.p, sc.f = xs, ps, fs
+	n := len(xs)
+	if n == 0 {
+		return v
+	}
+	// The first point the long-window rules may use.
+	slo := 0
+	for slo < n && int64(xs[slo])+h.last < since {
+		slo++
+	}
+	if slo < n {
+		v.longSpan = int64(xs[n-1] - xs[slo])
+	}
+	inShort := 0
+	for i := n - 1; i >= 0 && xs[i] > -float64(ns); i-- {
+		inShort++
+	}
+	v.present = inShort >= minPoints
+	v.newest = ps[n-1]
+
+	// Noise: the robust spread of bucket-to-bucket changes (1.4826·MAD/√2 is σ of one
+	// floor under Gaussian noise); a line's constant slope and a staircase's rare steps
+	// do not inflate it.
+	d := grow(&sc.d, 0)
+	for i := 1; i < n; i++ {
+		if xs[i]-xs[i-1] == 1 {
+			d = append(d, ps[i]-ps[i-1])
+		}
+	}
+	sc.d = d
+	if len(d) >= 2 {
+		md := median(d)
+		for i := range d {
+			d[i] = math.Abs(d[i] - md)
+		}
+		v.sigma = 1.4826 * median(d) / math.Sqrt2
+	}
+	sigma := math.Max(v.sigma, sigmaMin)
+	v.sig = math.Max(4*sigma, cfg.MinRate*cfg.ShortWindow.Seconds())
+
+	// Give-back excursions: a floor that rose at least sig above a level and came back
+	// down to it (within sig/2). The longest, in buckets, is the envelope width: memory
+	// that this series has shown it gives back (a garbage collector's cycle, a burst) is
+	// judged on its troughs, by the envelope min(floors over the last w buckets).
+	for j := 1; j < n; j++ {
+		hi := math.Inf(-1)
+		for k := j - 1; k >= 0; k-- {
+			if ps[k] <= ps[j]+v.sig/2 {
+				if hi-ps[j] >= v.sig {
+					v.w = max(v.w, int64(xs[j]-xs[k]))
+				}
+				break
+			}
+			hi = math.Max(hi, ps[k])
+		}
+	}
+	env := grow(&sc.env, n)
+	slidingMin(xs, ps, v.w, env, &sc.dq)
+
+	// The floors' own fits, exported: the short window, and the long window in blocks.
+	lo := n - inShort
+	v.short = sc.robustFit(xs[lo:], ps[lo:], sigma)
+	bx, by := blocks(xs, ps, longBlocks, &sc.bx, &sc.by)
+	v.long = sc.robustFit(bx, by, sigma)
+
+	// The judged window: the short window, or three envelope widths if longer, so that
+	// a trend under a sawtooth is seen across at least three of its cycles.
+	nj := min(max(ns, 3*v.w), nl)
+	jlo := n
+	for jlo > 0 && xs[jlo-1] > -float64(nj) {
+		jlo--
+	}
+	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
+	v.judge = sc.robustFit(jx, jy, sigma)
+	v.judgeDecel = sc.decelerates(jx, jy)
+	ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
+	v.envLong = sc.robustFit(ex, ey, sigma)
+	v.decel = sc.decelerates(ex, ey)
+	qlo := n
+	for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
+		qlo--
+	}
+	qx, qy := blocks(xs[qlo:], env[qlo:], 40, &sc.jx, &sc.jy)
+	v.recent = sc.robustFit(qx, qy, sigma)
+
+	// Settled: over the short window the envelope moved less than sig.
+	if inShort >= minPoints && xs[n-1]-xs[0] >= float64(ns-1) {
+		mn, mx := math.Inf(1), math.Inf(-1)
+		for i := lo; i < n; i++ {
+			mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
+		}
+		v.settled = mx-mn <= v.sig
+	}
+
+	// Smooth: over the last smoothWindows short windows, a one-sided sign test at 1 %
+	// says the floor rose in most buckets (a line does; a staircase rises in a few, noise
+	// in half), and the newest window rises at least half as fast as the oldest (a cache
+	// filling to a budget slows down, and stops).
+	lo3 := n
+	for lo3 > 0 && xs[lo3-1] > -float64(smoothWindows*ns) {
+		lo3--
+	}
+	// The same sign test over the short window alone: does the current rise go up in
+	// most buckets (a line), or in a few (a staircase)?
+	var up, all int
+	for i := lo + 1; i < n; i++ {
+		if xs[i]-xs[i-1] == 1 {
+			all++
+			if ps[i] > ps[i-1] {
+				up++
+			}
+		}
+	}
+	v.line = all >= minPoints && up >= signCritical(all)
+	up, all = 0, 0
+	for i := lo3 + 1; i < n; i++ {
+		if xs[i]-xs[i-1] == 1 {
+			all++
+			if ps[i] > ps[i-1] {
+				up++
+			}
+		}
+	}
+	if all >= int(smoothWindows*ns)-2 && up >= signCritical(all) {
+		o := lo3
+		for o < n && xs[o] <= xs[lo3]+float64(ns) {
+			o++
+		}
+		if o-lo3 >= minPoints {
+			older := sc.repeatedMedian(xs[lo3:o], ps[lo3:o])
+			newer := sc.repeatedMedian(xs[lo:], ps[lo:])
+			v.smooth = older > 0 && newer >= older/2
+		}
+	}
+
+	v.fast, v.fastRate, v.cont = e.fastRule(h, c, xs, ps, fs, sigma, v.sig)
+	return v
+}
+
+// fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above
+// the one before by at least FastRate (and 4σ), the four floors lie on a line (R² with
+// the evidence MinFit carries on a full short window, see fastFit), the short window
+// before the rise was quiet (its floors within sig), and the rise did not come with a
+// widened spread of samples (a saturated server lifts its floor by never being idle,
+// and its samples then spread over the whole activation range: a leak shifts the floor
+// without widening it). cont reports whether the newest bucket still rose by half the
+// fast rate.
+func (e *Engine) fastRule(h *history, c int, xs, ps, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
+	cfg := &e.cfg
+	n := len(xs)
+	step := cfg.FastRate * cfg.Bucket.Seconds()
+	if n >= 2 && xs[n-1]-xs[n-2] == 1 {
+		cont = fs[n-1]-fs[n-2] >= step/2
+	}
+	k := fastBuckets
+	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
+		return false, 0, cont
+	}
+	// The pace of the newest buckets, whether or not they start a fast rise: a fast
+	// leak's forecast follows it.
+	rate = (fs[n-1] - fs[n-1-k]) / float64(k) / cfg.Bucket.Seconds()
+	thr := math.Max(step, 4*sigma)
+	for i := n - k; i < n; i++ {
+		if fs[i]-fs[i-1] < thr {
+			return false, rate, cont
+		}
+	}
+	if lsqR2(xs[n-1-k:], fs[n-1-k:]) < e.fastFit {
+		return false, rate, cont
+	}
+	// The quiet floor before the rise: the short window that ends where it starts.
+	ns := int64(cfg.ShortWindow / cfg.Bucket)
+	start := xs[n-1-k]
+	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
+	spreads := grow(&e.sc.s, 0)
+	for i := n - 1 - k; i >= 0 && xs[i] > start-float64(ns); i-- {
+		mn, mx = math.Min(mn, ps[i]), math.Max(mx, ps[i])
+		cnt++
+		if s, ok := h.spreadOf(c, h.last+int64(xs[i])); ok {
+			spreads = append(spreads, s)
+		}
+	}
+	e.sc.s = spreads
+	if cnt < minPoints || mx-mn > sig {
+		return false, rate, cont
+	}
+	if len(spreads) >= minPoints {
+		quiet := median(spreads)
+		for i := n - k; i < n; i++ {
+			s, ok := h.spreadOf(c, h.last+int64(xs[i]))
+			if ok && s > 2*quiet+(fs[i]-fs[i-1])+2*sigma {
+				return false, rate, cont
+			}
+		}
+	}
+	return true, rate, cont
+}
+
+// slidingMin writes into env the minimum of ys over the points whose x lies within w
+// of each point's x (w = 0: ys itself), with a monotone deque: O(n).
+func slidingMin(xs, ys []float64, w int64, env []float64, dq *[]int) {
+	if w <= 0 {
+		copy(env, ys)
+		return
+	}
+	q := (*dq)[:0]
+	for i := range xs {
+		for len(q) > 0 && ys[q[len(q)-1]] >= ys[i] {
+			q = q[:len(q)-1]
+		}
+		q = append(q, i)
+		for xs[q[0]] < xs[i]-float64(w) {
+			q = q[1:]
+		}
+		env[i] = ys[q[0]]
+	}
+	*dq = q[:0]
+}
+
+// blocks aggregates (xs, ys) into at most maxPoints blocks of equal bucket width, each
+// the minimum of its floors at the block's mean x: the lower envelope at a coarser
+// scale, which keeps the fits of long windows cheap (O(maxPoints²)) and robust to
+// bursts shorter than a block.
+func blocks(xs, ys []float64, maxPoints int64, bxBuf, byBuf *[]float64) ([]float64, []float64) {
+	n := len(xs)
+	if n == 0 {
+		return nil, nil
+	}
+	span := int64(xs[n-1]-xs[0]) + 1
+	width := (span + maxPoints - 1) / maxPoints
+	if width <= 1 {
+		bx, by := grow(bxBuf, n), grow(byBuf, n)
+		copy(bx, xs)
+		copy(by, ys)
+		return bx, by
+	}
+	bx, by := (*bxBuf)[:0], (*byBuf)[:0]
+	end := xs[n-1]
+	i := n - 1
+	// Blocks are aligned on the newest bucket, so the newest block is always whole;
+	// written newest first, then reversed.
+	for i >= 0 {
+		lo := end - float64(width)
+		mn, sx, k := math.Inf(1), 0.0, 0
+		for i >= 0 && xs[i] > lo {
+			mn = math.Min(mn, ys[i])
+			sx += xs[i]
+			k++
+			i--
+		}
+		if k > 0 {
+			bx, by = append(bx, sx/float64(k)), append(by, mn)
+		}
+		end = lo
+	}
+	slices.Reverse(bx)
+	slices.Reverse(by)
+	*bxBuf, *byBuf = bx, by
+	return bx, by
+}
+
+// decelerates reports whether the newer half of (x, y) rises at less than half the pace
+// of its older half (repeated-median slopes): a cache that fills to a budget slows down
+// as it fills, a leak does not.
+func (s *scratch) decelerates(x, y []float64) bool {
+	h := len(x) / 2
+	if h < minPoints/2+1 {
+		return false
+	}
+	older := s.repeatedMedian(x[:h], y[:h])
+	newer := s.repeatedMedian(x[h:], y[h:])
+	return older > 0 && newer < older/2
+}
+
+// signCritical is the smallest number of rises among n changes that a fair coin
+// reaches with probability below 1 % (one-sided binomial test).
+func signCritical(n int) int {
+	// P(X ≥ k) for X ~ Binomial(n, ½), summed from the top.
+	p, tail := math.Pow(0.5, float64(n)), 0.0
+	coef := 1.0
+	for k := n; k >= 0; k-- {
+		if k < n {
+			coef = coef * float64(k+1) / float64(n-k)
+		}
+		if tail+coef*p >= 0.01 {
+			return k + 1
+		}
+		tail += coef * p
+	}
+	return 0
+}
