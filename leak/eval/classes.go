@@ -237,21 +237,26 @@ func Classes() []Class {
 		})
 
 	// 7. A nearly full GPU: caches flush and regrow; a fast leak runs it out of memory.
-	nearFull := func(r *rand.Rand, s *Spec, headroom float64) {
+	nearFull := func(r *rand.Rand, s *Spec, headroom, largest float64) {
 		s.Neighbour, s.OOM, s.Frag = true, true, uniform(r, 0.2, 0.6)
-		// Requests up to the headroom: a healthy server on a full GPU fits its largest
+		// Requests up to the largest: a healthy server on a full GPU fits its largest
 		// request, but its fragmented cache does not, and is flushed and regrown.
-		s.ActTail, s.ActPeak, s.ActCap = 2, uniform(r, 100, 400), headroom*uniform(r, 0.5, 0.9)
+		s.ActTail, s.ActPeak, s.ActCap = 2, uniform(r, 100, 400), largest
 		// Other tenants take the GPU but for the headroom above this process's working set.
 		s.Other = 143771 - headroom - (s.AllocBase + s.CacheWarm + s.UnattrBase + s.UnattrWarm)
 	}
 	add("near_full_flush", "a GPU 1–4 GiB from full: the caching allocator flushes and regrows as large requests come, the GPU's used bytes oscillate", false,
-		func(r *rand.Rand, s *Spec) { nearFull(r, s, uniform(r, 1024, 4096)); s.Duration = 2 * time.Hour })
-	add("fast_leak_near_full", "a leak of 100–1000 MiB/min from minute 20–40 on a GPU 2–10 GiB from full: it runs out of memory", true,
 		func(r *rand.Rand, s *Spec) {
-			headroom := uniform(r, 2048, 10240)
-			nearFull(r, s, headroom)
+			headroom := uniform(r, 1024, 4096)
+			nearFull(r, s, headroom, headroom*uniform(r, 0.5, 0.9))
+			s.Duration = 2 * time.Hour
+		})
+	add("fast_leak_near_full", "a leak of 100–1000 MiB/min from minute 20–40 on a nearly full GPU: out of memory 4–15 min after the onset", true,
+		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 100, 1000), minutes(uniform(r, 20, 40))
+			largest := uniform(r, 256, 2048)
+			headroom := s.Rate*uniform(r, 4, 15) + largest
+			nearFull(r, s, headroom, largest)
 			s.Duration = s.Onset + minutes(headroom/s.Rate) + 10*time.Minute
 		})
 

@@ -437,12 +437,16 @@ func Generate(s Spec, w io.Writer) error {
 			// The allocator cannot grow: it frees its cached blocks and retries (PyTorch's
 			// behaviour on a failed cudaMalloc); if what is in use still does not fit, the
 			// request fails and the process exits with an out-of-memory error.
-			p.reserved = want
-			if s.OOM && want+unatt+other > total {
+			inUse := math.Ceil(allocated/(2*mib)) * 2 * mib
+			p.reserved = math.Min(want, total-unatt-other)
+			if s.OOM && inUse+unatt+other > total {
 				dead = true
 			}
+			p.reserved = math.Max(p.reserved, inUse)
 		}
-		p.reserved = math.Max(p.reserved, grow)
+		if !dead || !s.OOM {
+			p.reserved = math.Max(p.reserved, math.Min(grow, math.Max(total-unatt-other, p.reserved)))
+		}
 		used := p.reserved + unatt
 		t := epoch.Add(el)
 		gpuUsed := other

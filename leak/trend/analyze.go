@@ -42,7 +42,7 @@ type view struct {
 
 	settled  bool // the envelope's range over the short window is within sig
 	smooth   bool // over smoothWindows short windows the floors rise in most buckets, not slowing down
-	line     bool // over the short window the floors rise in most buckets
+	line     bool // over the newest half of the short window the floors rise in most buckets
 	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
 	fastRate float64
 	cont     bool // the newest bucket still rises at half the fast rate or more
@@ -186,18 +186,24 @@ func (e *Engine) analyze(h *history, c int, since int64) view {
 	for lo3 > 0 && xs[lo3-1] > -float64(smoothWindows*ns) {
 		lo3--
 	}
-	// The same sign test over the short window alone: does the current rise go up in
-	// most buckets (a line), or in a few (a staircase)?
+	// The same sign test over the newest half of the short window: does the current rise
+	// go up in most buckets (a line), or in a few (a staircase)? Half, so that a rise
+	// which began mid-window is judged on itself; more, back to the whole short window,
+	// while the half holds too few changes for the test to be passable at all.
 	var up, all int
-	for i := lo + 1; i < n; i++ {
-		if xs[i]-xs[i-1] == 1 {
-			all++
-			if ps[i] > ps[i-1] {
-				up++
-			}
+	for i := n - 1; i > lo; i-- {
+		if xs[i]-xs[i-1] != 1 {
+			continue
+		}
+		all++
+		if ps[i] > ps[i-1] {
+			up++
+		}
+		if float64(all) >= float64(ns)/2 && signCritical(all) <= all {
+			break
 		}
 	}
-	v.line = all >= minPoints && up >= signCritical(all)
+	v.line = up >= signCritical(all) && signCritical(all) <= all
 	up, all = 0, 0
 	for i := lo3 + 1; i < n; i++ {
 		if xs[i]-xs[i-1] == 1 {
@@ -219,19 +225,17 @@ func (e *Engine) analyze(h *history, c int, since int64) view {
 		}
 	}
 
-	v.fast, v.fastRate, v.cont = e.fastRule(h, c, xs, ps, fs, sigma, v.sig)
+	v.fast, v.fastRate, v.cont = e.fastRule(xs, ps, fs, sigma, v.sig)
 	return v
 }
 
 // fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above
-// the one before by at least FastRate (and 4σ), the four floors lie on a line (R² with
-// the evidence MinFit carries on a full short window, see fastFit), the short window
-// before the rise was quiet (its floors within sig), and the rise did not come with a
-// widened spread of samples (a saturated server lifts its floor by never being idle,
-// and its samples then spread over the whole activation range: a leak shifts the floor
-// without widening it). cont reports whether the newest bucket still rose by half the
-// fast rate.
-func (e *Engine) fastRule(h *history, c int, xs, ps, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
+// the one before by at least FastRate (and 4σ), and the short window before the rise was
+// quiet (its floors within sig). rate is the pace of the
+// newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
+// bucket still rose by half the fast rate. (Whether the rule may start growth depends on
+// the GPU's memory left: see track.)
+func (e *Engine) fastRule(xs, ps, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -244,40 +248,30 @@ func (e *Engine) fastRule(h *history, c int, xs, ps, fs []float64, sigma, sig fl
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
-	rate = (fs[n-1] - fs[n-1-k]) / float64(k) / cfg.Bucket.Seconds()
-	thr := math.Max(step, 4*sigma)
+	rate = (fs[n-1] - fs[n-2]) / cfg.Bucket.Seconds()
+	// Each of the newest k floors above the one before by more than the noise, and all
+	// but the oldest of those rises by the fast step (the oldest may be the bucket the
+	// leak began in, part way through). No fit: three rises of that size in a row over a
+	// quiet floor are not noise, and the rule only pages when the GPU is about to run out
+	// (see track), where a floor whose idle moments fall anywhere in the bucket jitters
+	// too much for a line through three points.
 	for i := n - k; i < n; i++ {
-		if fs[i]-fs[i-1] < thr {
+		d := fs[i] - fs[i-1]
+		if d < 4*sigma || (i > n-k && d < step) {
 			return false, rate, cont
 		}
 	}
-	if lsqR2(xs[n-1-k:], fs[n-1-k:]) < e.fastFit {
-		return false, rate, cont
-	}
+	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
 	// The quiet floor before the rise: the short window that ends where it starts.
 	ns := int64(cfg.ShortWindow / cfg.Bucket)
 	start := xs[n-1-k]
 	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
-	spreads := grow(&e.sc.s, 0)
 	for i := n - 1 - k; i >= 0 && xs[i] > start-float64(ns); i-- {
 		mn, mx = math.Min(mn, ps[i]), math.Max(mx, ps[i])
 		cnt++
-		if s, ok := h.spreadOf(c, h.last+int64(xs[i])); ok {
-			spreads = append(spreads, s)
-		}
 	}
-	e.sc.s = spreads
 	if cnt < minPoints || mx-mn > sig {
 		return false, rate, cont
-	}
-	if len(spreads) >= minPoints {
-		quiet := median(spreads)
-		for i := n - k; i < n; i++ {
-			s, ok := h.spreadOf(c, h.last+int64(xs[i]))
-			if ok && s > 2*quiet+(fs[i]-fs[i-1])+2*sigma {
-				return false, rate, cont
-			}
-		}
 	}
 	return true, rate, cont
 }

@@ -166,3 +166,15 @@ func (h *history) latest(c int) (float64, bool) {
 	}
 	return h.get(c, h.last)
 }
+
+// maxSpread is the largest spread of column c over the newest n buckets (0 if none): the
+// most memory a request took on top of the floor lately.
+func (h *history) maxSpread(c int, n int64) float64 {
+	var m float64
+	for b := h.last - n + 1; b <= h.last; b++ {
+		if s, ok := h.spreadOf(c, b); ok && s > m {
+			m = s
+		}
+	}
+	return m
+}

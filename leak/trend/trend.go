@@ -22,8 +22,10 @@
 package trend
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/api"
@@ -45,6 +47,7 @@ type Config struct {
 	WarmUp time.Duration
 	// MaxWarmUp bounds the warm-up: a process still filling after it is judged like any
 	// other. (A smooth, steady rise ends the warm-up earlier: see docs/leak-detection.md.)
+	// 0 means six warm-ups; it is never less than WarmUp.
 	MaxWarmUp time.Duration
 	// MinRate is the slope, in bytes per second, below which growth is ignored by the
 	// short window.
@@ -60,7 +63,15 @@ type Config struct {
 	MinFit float64
 	// MinDuration is how long growth must persist before a leak-type verdict.
 	MinDuration time.Duration
+	// MaxKeys bounds the (pid, uuid) histories held at once: a new key beyond it is not
+	// tracked (TryObserve says so, Refused counts it) until Sweep makes room.
+	MaxKeys int
 }
+
+// DefaultMaxKeys is MaxKeys' default. A history costs about 16 KB (README, "What it
+// costs"), so the bound is some 32 MB at the worst; a node has a few hundred GPU
+// processes at most (a few dozen per GPU under MPS).
+const DefaultMaxKeys = 2048
 
 // MiBPerMinute is one MiB per minute in bytes per second, the unit people think in.
 const MiBPerMinute = api.MiBPerMinute
@@ -70,7 +81,7 @@ const MiBPerMinute = api.MiBPerMinute
 // within 10 minutes of onset; MinFit 0.85 keeps a staircase of two steps from passing as
 // a line; MinRate 0.5 MiB/min so that a 1 MiB/min leak clears it before the window is
 // full of it; MaxWarmUp 1 h because caches that fill in steps were seen to do so for up
-// to half an hour after start; FastRate 50 MiB/min, half the 100 MiB/min that must be
+// to half an hour after start (MaxWarmUp 0: six warm-ups); FastRate 50 MiB/min, half the 100 MiB/min that must be
 // flagged within two minutes, so that bucket phase and noise do not push such a leak
 // under it; SlowRate 0.2 MiB/min so that a 0.3 MiB/min leak (430 MiB a day) clears it
 // within the long window; MinDuration 0 because the fits already demand growth across
@@ -81,12 +92,13 @@ func DefaultConfig() Config {
 		ShortWindow: 10 * time.Minute,
 		LongWindow:  2 * time.Hour,
 		WarmUp:      10 * time.Minute,
-		MaxWarmUp:   time.Hour,
+		MaxWarmUp:   0, // six warm-ups: 1 h
 		MinRate:     0.5 * MiBPerMinute,
 		FastRate:    50 * MiBPerMinute,
 		SlowRate:    0.2 * MiBPerMinute,
 		MinFit:      0.85,
 		MinDuration: 0,
+		MaxKeys:     DefaultMaxKeys,
 	}
 }
 
@@ -102,35 +114,111 @@ const minPoints = 5
 // keeps going.
 const minHighs = 3
 
-func positiveRate(r float64) bool { return r > 0 && !math.IsInf(r, 0) }
+// MinWindowBuckets is the fewest buckets Check accepts in a window, for help texts.
+const MinWindowBuckets = minPoints
 
-// Validate reports the first problem with c, worded for the person who set it.
-func (c Config) Validate() error {
-	switch {
-	case c.Bucket <= 0:
-		return fmt.Errorf("trend: bucket must be positive, got %s", c.Bucket)
-	case c.ShortWindow < minPoints*c.Bucket:
-		return fmt.Errorf("trend: short window %s must hold at least %d buckets of %s", c.ShortWindow, minPoints, c.Bucket)
-	case c.LongWindow < c.ShortWindow:
-		return fmt.Errorf("trend: long window %s must not be shorter than the short window %s", c.LongWindow, c.ShortWindow)
-	case c.LongWindow/c.Bucket > maxBuckets:
-		return fmt.Errorf("trend: long window %s holds more than %d buckets of %s; use a wider bucket", c.LongWindow, maxBuckets, c.Bucket)
-	case c.WarmUp < 0:
-		return fmt.Errorf("trend: warm-up must not be negative, got %s", c.WarmUp)
-	case c.MaxWarmUp < c.WarmUp:
-		return fmt.Errorf("trend: maximum warm-up %s must not be shorter than the warm-up %s", c.MaxWarmUp, c.WarmUp)
-	case !positiveRate(c.MinRate):
-		return fmt.Errorf("trend: minimum rate must be a positive number of bytes per second, got %v", c.MinRate)
-	case !positiveRate(c.FastRate) || c.FastRate < c.MinRate:
-		return fmt.Errorf("trend: fast rate must be a number of bytes per second no lower than the minimum rate (%v), got %v", c.MinRate, c.FastRate)
-	case !positiveRate(c.SlowRate) || c.SlowRate > c.MinRate:
-		return fmt.Errorf("trend: slow rate must be a positive number of bytes per second no higher than the minimum rate (%v), got %v", c.MinRate, c.SlowRate)
-	case !(c.MinFit >= 0 && c.MinFit <= 1):
-		return fmt.Errorf("trend: minimum fit must be between 0 and 1, got %v", c.MinFit)
-	case c.MinDuration < 0:
-		return fmt.Errorf("trend: minimum duration must not be negative, got %s", c.MinDuration)
+// maxWarmUp is the warm-up's bound in force: MaxWarmUp, or six warm-ups when it is 0,
+// never less than WarmUp.
+func (c Config) maxWarmUp() time.Duration {
+	m := c.MaxWarmUp
+	if m == 0 {
+		m = warmUpsInMax * c.WarmUp
 	}
-	return nil
+	return max(m, c.WarmUp)
+}
+
+// warmUpsInMax is how many warm-ups the warm-up may last by default (MaxWarmUp 0): an
+// hour at the defaults, which covers caches seen filling in steps for half an hour after
+// start, and scaled with WarmUp so that settings scaled down for a short trace scale the
+// bound too.
+const warmUpsInMax = 6
+
+// Check reports every setting of c the engine cannot run with, one call per problem.
+// field is the Config field's name; problem says what is wrong and what to use without
+// naming the field, so a caller that reads the settings from elsewhere (package config's
+// YAML keys and flags) can name the key the user wrote. These are the only rules the
+// engine's settings have: NewEngine, Validate and --config.check all apply them.
+func (c Config) Check(report func(field, problem string)) {
+	def := DefaultConfig()
+	if c.Bucket <= 0 {
+		report("Bucket", fmt.Sprintf("%s is out of range; use a positive duration like %q", fmtDuration(c.Bucket), fmtDuration(def.Bucket)))
+	} else {
+		// The engine keeps whole buckets, so a window between two multiples would be
+		// cut short without a word; and one of fewer than minPoints floors never yields
+		// a slope.
+		window := func(field string, w time.Duration) bool {
+			least := minPoints * c.Bucket
+			switch lo := w / c.Bucket * c.Bucket; {
+			case lo <= 0:
+				report(field, fmt.Sprintf("%s is not a positive multiple of the bucket (%s); use a multiple like %s", fmtDuration(w), fmtDuration(c.Bucket), fmtDuration(least)))
+			case lo != w:
+				report(field, fmt.Sprintf("%s is not a multiple of the bucket (%s); use %s or %s", fmtDuration(w), fmtDuration(c.Bucket), fmtDuration(lo), fmtDuration(lo+c.Bucket)))
+			case w < least:
+				report(field, fmt.Sprintf("%s is shorter than %d buckets of %s; use at least %s", fmtDuration(w), minPoints, fmtDuration(c.Bucket), fmtDuration(least)))
+			default:
+				return true
+			}
+			return false
+		}
+		shortOK := window("ShortWindow", c.ShortWindow)
+		longOK := window("LongWindow", c.LongWindow)
+		switch {
+		case shortOK && longOK && c.LongWindow <= c.ShortWindow:
+			// An equal long window repeats the short fit and never adds evidence.
+			report("LongWindow", fmt.Sprintf("%s is not longer than the short window (%s); make it longer than the short window", fmtDuration(c.LongWindow), fmtDuration(c.ShortWindow)))
+		case longOK && c.LongWindow/c.Bucket > maxBuckets:
+			report("LongWindow", fmt.Sprintf("%s holds more than %d buckets of %s, the most kept per series; use a wider bucket or a shorter window", fmtDuration(c.LongWindow), maxBuckets, fmtDuration(c.Bucket)))
+		}
+	}
+	if c.WarmUp < 0 {
+		report("WarmUp", fmt.Sprintf("%s is negative; use 0 to turn warm-up off, or a duration like %q", fmtDuration(c.WarmUp), fmtDuration(def.WarmUp)))
+	}
+	if c.MaxWarmUp < 0 {
+		report("MaxWarmUp", fmt.Sprintf("%s is negative; use 0 (the default: six warm-ups) or a duration like \"1h\"", fmtDuration(c.MaxWarmUp)))
+	}
+	switch {
+	case !(c.MinRate > 0):
+		report("MinRate", fmt.Sprintf("%g bytes per second would call any growth a leak; use a positive rate, like %.0f (about the default, 0.5 MiB per minute)", c.MinRate, def.MinRate))
+	case math.IsInf(c.MinRate, 0):
+		report("MinRate", fmt.Sprintf("%g bytes per second would never call growth a leak; use a finite rate, like %.0f (about the default, 0.5 MiB per minute)", c.MinRate, def.MinRate))
+	}
+	if !(c.FastRate > 0) || math.IsInf(c.FastRate, 0) || (c.MinRate > 0 && c.FastRate < c.MinRate) {
+		report("FastRate", fmt.Sprintf("%g bytes per second is out of range; use a finite rate no lower than the minimum rate, like %.0f (the default, 50 MiB per minute)", c.FastRate, def.FastRate))
+	}
+	if !(c.SlowRate > 0) || (c.MinRate > 0 && c.SlowRate > c.MinRate) {
+		report("SlowRate", fmt.Sprintf("%g bytes per second is out of range; use a positive rate no higher than the minimum rate, like %.0f (the default, 0.2 MiB per minute)", c.SlowRate, def.SlowRate))
+	}
+	if !(c.MinFit >= 0 && c.MinFit <= 1) {
+		report("MinFit", fmt.Sprintf("%g is out of range; use 0 to 1", c.MinFit))
+	}
+	if c.MinDuration < 0 {
+		report("MinDuration", fmt.Sprintf("%s is negative; use 0 (the default) or a duration like \"5m\"", fmtDuration(c.MinDuration)))
+	}
+	if c.MaxKeys < 1 {
+		report("MaxKeys", fmt.Sprintf("%d is out of range; use at least 1, like %d", c.MaxKeys, DefaultMaxKeys))
+	}
+}
+
+// Validate reports every problem Check finds, each prefixed with its field, or nil.
+func (c Config) Validate() error {
+	var errs []error
+	c.Check(func(field, problem string) {
+		errs = append(errs, fmt.Errorf("trend: %s: %s", field, problem))
+	})
+	return errors.Join(errs...)
+}
+
+// fmtDuration prints durations the way people write them ("2h", "1m30s"), not
+// time.Duration's "2h0m0s", because Check's problems end up in front of users.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // Key identifies a process on a GPU. Start (the process start time in clock ticks, from
@@ -321,12 +409,13 @@ type gpu struct {
 
 // Engine holds the histories of every (pid, uuid) and every GPU.
 type Engine struct {
-	cfg     Config
-	procs   map[procKey]*process
-	gpus    map[string]*gpu
-	vals    [numCols]float64 // scratch, so Observe does not allocate
-	sc      analysisScratch
-	fastFit float64
+	cfg   Config
+	procs map[procKey]*process
+	gpus  map[string]*gpu
+	vals  [numCols]float64 // scratch, so Observe does not allocate
+	sc    analysisScratch
+	// refused counts samples of new keys not tracked because MaxKeys were held.
+	refused uint64
 }
 
 // analysisScratch holds the buffers of analyze and its fits.
@@ -342,14 +431,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, procs: map[procKey]*process{}, gpus: map[string]*gpu{}}
-	// The fast rule's four floors must carry the evidence MinFit carries on a full short
-	// window: the same t statistic of the slope, t² = (n − 2)·R²/(1 − R²), from 4 points
-	// instead of ShortWindow/Bucket. With the defaults, 0.85 on 20 floors is 0.981 on 4.
-	e.fastFit = cfg.MinFit
-	if ns := float64(cfg.ShortWindow / cfg.Bucket); cfg.MinFit < 1 && ns > 4 {
-		q := cfg.MinFit / (1 - cfg.MinFit) * (ns - 2) / 2
-		e.fastFit = q / (1 + q)
-	}
 	return e, nil
 }
 
@@ -357,10 +438,26 @@ func NewEngine(cfg Config) (*Engine, error) {
 func (e *Engine) Config() Config { return e.cfg }
 
 // Observe folds one sample in and returns the (pid, uuid)'s current result. Verdicts
-// change only when a bucket closes, so most calls only update a minimum.
+// change only when a bucket closes, so most calls only update a minimum. A sample of a
+// new key while MaxKeys are held gets a zero Result; TryObserve tells it apart.
 func (e *Engine) Observe(s Sample) Result {
+	r, _ := e.TryObserve(s)
+	return r
+}
+
+// Refused is how many samples of new keys were not tracked because MaxKeys histories
+// were held, since the engine was made.
+func (e *Engine) Refused() uint64 { return e.refused }
+
+// TryObserve is Observe that reports false, and keeps nothing, for a sample of a new
+// key while MaxKeys are held.
+func (e *Engine) TryObserve(s Sample) (Result, bool) {
 	k := procKey{s.Key.PID, s.Key.UUID}
 	p := e.procs[k]
+	if p == nil && len(e.procs) >= e.cfg.MaxKeys {
+		e.refused++
+		return Result{}, false
+	}
 	if p != nil && s.Key.Start != 0 && p.start != 0 && p.start != s.Key.Start {
 		// A reused PID is a different process: its history would fake a jump. A start of
 		// 0 is "unknown" (procfs could not be read, e.g. while the process exits), never a
@@ -403,7 +500,7 @@ func (e *Engine) Observe(s Sample) Result {
 	if b, closed := p.h.add(s.T, v[:]); closed {
 		e.judge(p, s.Key.UUID, p.h.bucketEnd(b))
 	}
-	return p.res
+	return p.res, true
 }
 
 // Result returns the current result of a (pid, uuid). A Key.Start of 0 matches any
@@ -521,7 +618,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		urgent := haveLeft && v.fastRate > 0 && left < v.fastRate*cfg.LongWindow.Seconds()
+		urgent := haveLeft && v.fastRate > 0 && left < v.fastRate*cfg.ShortWindow.Seconds()
 		e.track(&p.grow[c], v, now, urgent)
 	}
 	settledAt := p.h.bucketEnd(p.settledAt)
@@ -577,7 +674,7 @@ func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]vie
 	if age < cfg.WarmUp {
 		return false
 	}
-	if age >= cfg.MaxWarmUp {
+	if age >= cfg.maxWarmUp() {
 		return true
 	}
 	flat := true
@@ -616,9 +713,11 @@ func (e *Engine) qualifies(f fitResult) bool {
 // window of the floor stopping.
 //
 // The fast rule starts growth only when urgent: at the pace of the rise, the memory left
-// on the GPU lasts less than the long window. A saturated server's floor rises with its
-// load for a minute or two exactly like a steep leak, and drops back: waiting for the
-// short window costs nothing on a roomy GPU, and a false page costs the alert.
+// on the GPU lasts less than a short window, so waiting for the short rule would mean
+// paging after the out-of-memory error. A saturated server's floor rises with its load
+// for a minute or two exactly like a steep leak, and drops back (measured: without this
+// condition the fast rule paged on 52 of 100 saturated bursts): on a roomy GPU waiting
+// for the short window costs a few minutes, a false page costs the alert.
 func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
@@ -700,7 +799,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.LongWindow.Seconds())
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds())
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true
@@ -741,8 +840,8 @@ func (e *Engine) forecastFromProcesses(g *gpu, now time.Time) {
 }
 
 // left is the memory a GPU has left for what grows: its total less what cannot be given
-// back: each process's allocated floor and memory outside its allocator (its used floor
-// if it pushes nothing), and the rest of the GPU's used floor that no process accounts
+// back: each process's allocated floor, room for its largest recent request, and memory
+// outside its allocator (its used floor if it pushes nothing), and the rest of the GPU's used floor that no process accounts
 // for (driver, processes NVML does not list). That is the free memory plus the
 // processes' allocator caches, which a caching allocator flushes before it fails, so it
 // does not swing as caches flush and regrow near a full GPU.
@@ -762,7 +861,9 @@ func (e *Engine) left(g *gpu, now time.Time) (float64, bool) {
 		un, hasUn := p.h.latest(colUnattributed)
 		switch {
 		case hasA:
-			hard += a
+			// Room for the largest request of the last short window too: the GPU is full
+			// when the next large request no longer fits, before the floor reaches it.
+			hard += a + p.h.maxSpread(colAllocated, int64(e.cfg.ShortWindow/e.cfg.Bucket))
 			if hasUn {
 				hard += math.Max(un, 0)
 			}
@@ -805,7 +906,7 @@ func growthReason(what string, g growState, now time.Time) string {
 func (e *Engine) warmUpReason(age time.Duration, extended bool) string {
 	if extended {
 		return fmt.Sprintf("first seen %s ago; its floors are still rising (a cache filling, modules loading): verdicts start once they have been flat for %s, at the latest after %s",
-			age.Round(time.Second), e.cfg.ShortWindow, e.cfg.MaxWarmUp)
+			age.Round(time.Second), fmtDuration(e.cfg.ShortWindow), fmtDuration(e.cfg.maxWarmUp()))
 	}
 	return fmt.Sprintf("first seen %s ago; verdicts start after the %s warm-up", age.Round(time.Second), e.cfg.WarmUp)
 }
