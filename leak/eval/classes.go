@@ -230,10 +230,11 @@ func Classes() []Class {
 		s.Push, s.ActTail, s.ActPeak, s.ActCap = false, uniform(r, 1.5, 3), uniform(r, 20, 200), uniform(r, 2048, 8192)
 	}
 	add("used_only_creep", "pushes nothing; request sizes Pareto-tailed (shape 1.5–3): the cache's high-water mark keeps stepping up, ever more rarely", false, creep)
-	add("used_only_creep_leak", "the same, with a leak of 2–30 MiB/min from minute 30–60", true,
+	add("used_only_creep_leak", "the same (largest request 0.5–2 GiB), with a leak of 10–40 MiB/min from minute 30–60: NVML sees it once it has filled the cache's spare room", true,
 		func(r *rand.Rand, s *Spec) {
 			creep(r, s)
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 30), minutes(uniform(r, 30, 60))
+			s.ActCap = uniform(r, 512, 2048)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 10, 40), minutes(uniform(r, 30, 60))
 		})
 
 	// 7. A nearly full GPU: caches flush and regrow; a fast leak runs it out of memory.

@@ -52,7 +52,7 @@ type ClassResult struct {
 	Delays, BaselineDelays []time.Duration
 	Missed, BaselineMissed int
 	OverTarget             int
-	SlowSeeds              []uint64
+	SlowSeeds, MissedSeeds []uint64
 	// SteadyAfter: on leaks that stop, how long after the stop nothing alerted any more;
 	// NeverSteady counts those still alerting at the end.
 	SteadyAfter []time.Duration
@@ -192,6 +192,9 @@ func (cr *ClassResult) add(seed uint64, l Label, o, base Outcome) {
 		cr.Delays = append(cr.Delays, o.Delay)
 	} else {
 		cr.Missed++
+		if len(cr.MissedSeeds) < 5 {
+			cr.MissedSeeds = append(cr.MissedSeeds, seed)
+		}
 	}
 	if !o.Detected || o.Delay > Target(l.RateMiBPerMin) {
 		cr.OverTarget++
@@ -265,9 +268,13 @@ func WriteSweep(w io.Writer, rs []ClassResult, seeds int) error {
 				lead += fmt.Sprintf(" (%d none)", r.NoLead)
 			}
 		}
+		seeds := seedList(r.SlowSeeds)
+		if len(r.MissedSeeds) > 0 {
+			seeds += " (missed " + seedList(r.MissedSeeds) + ")"
+		}
 		fmt.Fprintf(tw, "| %s\t %d/%d\t %s / %s / %s\t %d\t %d\t %s (%d)\t %s\t %s\t %s\t\n", r.Class.Name, r.FalseAlarms, r.Traces,
 			fmtDur(quantile(r.Delays, 0.5)), fmtDur(quantile(r.Delays, 0.9)), fmtDur(quantile(r.Delays, 1)),
-			r.Missed, r.OverTarget, fmtDur(quantile(r.BaselineDelays, 0.5)), r.BaselineMissed, stop, lead, seedList(r.SlowSeeds))
+			r.Missed, r.OverTarget, fmtDur(quantile(r.BaselineDelays, 0.5)), r.BaselineMissed, stop, lead, seeds)
 	}
 	return tw.Flush()
 }

@@ -26,8 +26,8 @@ const fastBuckets = 3
 
 // view is what one column's floors say at a bucket close (see analyze).
 type view struct {
-	present bool // the short window holds at least minPoints floors
-	newest  float64
+	present bool    // the short window holds at least minPoints floors
+	newest  float64 // the envelope's newest point
 	sigma   float64
 	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
 	w       int64   // envelope width in buckets: the longest give-back excursion seen
@@ -55,7 +55,9 @@ type view struct {
 // The long-window rules (envLong, recent, decel, longSpan) only use the floors from
 // bucket since on: the warm-up's growth is excused, and a long window still full of a
 // cache that filled in steps must not read as a slow leak once the warm-up is over.
-func (e *Engine) analyze(h *history, c int, since int64) view {
+//
+// coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU).
+func (e *Engine) analyze(h *history, c int, since int64, coarse bool) view {
 	cfg := &e.cfg
 	sc := &e.sc
 	nl := int64(len(h.idx))
@@ -102,7 +104,6 @@ func (e *Engine) analyze(h *history, c int, since int64) view {
 		inShort++
 	}
 	v.present = inShort >= minPoints
-	v.newest = ps[n-1]
 
 	// Noise: the robust spread of bucket-to-bucket changes (1.4826·MAD/√2 is σ of one
 	// floor under Gaussian noise); a line's constant slope and a staircase's rare steps
@@ -125,23 +126,24 @@ func (e *Engine) analyze(h *history, c int, since int64) view {
 	v.sig = math.Max(4*sigma, cfg.MinRate*cfg.ShortWindow.Seconds())
 
 	// Give-back excursions: a floor that rose at least sig above a level and came back
-	// down to it (within sig/2). The longest, in buckets, is the envelope width: memory
+	// down to it (within sig/2), or fell by sig from higher floors since the window began. The longest, in buckets, is the envelope width: memory
 	// that this series has shown it gives back (a garbage collector's cycle, a burst) is
 	// judged on its troughs, by the envelope min(floors over the last w buckets).
+	// A fall from before the window's start counts from the start: the series was
+	// higher all that time and gave it back.
 	for j := 1; j < n; j++ {
 		hi := math.Inf(-1)
-		for k := j - 1; k >= 0; k-- {
-			if ps[k] <= ps[j]+v.sig/2 {
-				if hi-ps[j] >= v.sig {
-					v.w = max(v.w, int64(xs[j]-xs[k]))
-				}
-				break
-			}
+		k := j - 1
+		for ; k >= 0 && ps[k] > ps[j]+v.sig/2; k-- {
 			hi = math.Max(hi, ps[k])
+		}
+		if hi-ps[j] >= v.sig {
+			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
 		}
 	}
 	env := grow(&sc.env, n)
 	slidingMin(xs, ps, v.w, env, &sc.dq)
+	v.newest = env[n-1]
 
 	// The floors' own fits, exported: the short window, and the long window in blocks.
 	lo := n - inShort
@@ -158,6 +160,11 @@ func (e *Engine) analyze(h *history, c int, since int64) view {
 	}
 	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
 	v.judge = sc.robustFit(jx, jy, sigma)
+	if coarse {
+		// NVML's view: the allocator cache's high-water mark steps up by segments as
+		// rarer, larger requests arrive; only steps of sig count as new highs.
+		v.judge.highs = highs(jy, v.sig)
+	}
 	v.judgeDecel = sc.decelerates(jx, jy)
 	ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
 	v.envLong = sc.robustFit(ex, ey, sigma)
@@ -225,17 +232,17 @@ func (e *Engine) analyze(h *history, c int, since int64) view {
 		}
 	}
 
-	v.fast, v.fastRate, v.cont = e.fastRule(xs, ps, fs, sigma, v.sig)
+	v.fast, v.fastRate, v.cont = e.fastRule(xs, env, fs, sigma, v.sig)
 	return v
 }
 
 // fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above
 // the one before by at least FastRate (and 4σ), and the short window before the rise was
-// quiet (its floors within sig). rate is the pace of the
+// quiet (its envelope within sig: busy buckets that came back do not count). rate is the pace of the
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
 // bucket still rose by half the fast rate. (Whether the rule may start growth depends on
 // the GPU's memory left: see track.)
-func (e *Engine) fastRule(xs, ps, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -267,7 +274,7 @@ func (e *Engine) fastRule(xs, ps, fs []float64, sigma, sig float64) (fast bool, 
 	start := xs[n-1-k]
 	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
 	for i := n - 1 - k; i >= 0 && xs[i] > start-float64(ns); i-- {
-		mn, mx = math.Min(mn, ps[i]), math.Max(mx, ps[i])
+		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
 		cnt++
 	}
 	if cnt < minPoints || mx-mn > sig {

@@ -386,6 +386,7 @@ type process struct {
 	warm        [numCols]warmState
 	settled     bool  // the warm-up is over
 	settledAt   int64 // the bucket it ended in: the long-window rules start there
+	settledFlat bool  // it ended because the floors went flat (probation applies)
 	res         Result
 }
 
@@ -579,26 +580,39 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	if p.settled {
 		since = p.settledAt
 	}
+	_, pushing := p.h.latest(colAllocated)
 	for c := range numCols {
-		views[c] = e.analyze(p.h, c, since)
+		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing)
 		if views[c].short.n == 0 {
 			continue
 		}
 		growth = append(growth, e.exported(views[c].short, colNames[c], WindowShort), e.exported(views[c].long, colNames[c], WindowLong))
 	}
-	pushing := views[colAllocated].present
+	pushing = views[colAllocated].present
 	paging := []int{colUsed}
 	if pushing {
 		paging = []int{colAllocated, colUnattributed}
 	}
 
 	age := now.Sub(p.first)
+	left, haveLeft := e.memoryLeft(uuid)
+	urgent := func(v *view) bool {
+		return haveLeft && v.fastRate > 0 && left < v.fastRate*cfg.ShortWindow.Seconds()
+	}
 	if !p.settled {
 		for _, c := range paging {
 			p.warm[c].observe(&views[c], now)
+			v := &views[c]
+			steep := v.fast || (v.cont && v.judge.ok && v.judge.slope/cfg.Bucket.Seconds() >= cfg.FastRate)
+			if age >= cfg.WarmUp && steep && urgent(v) {
+				// A steep rise (the fast rule, or a short window rising at FastRate and still
+				// going) that would run the GPU out within a short window ends the warm-up:
+				// waiting for the floors to go flat would wait for the OOM.
+				p.settled, p.settledAt = true, p.h.last
+			}
 		}
-		if p.settled = e.warmUpOver(age, now, views, &p.warm, paging); p.settled {
-			p.settledAt = p.h.last
+		if why := e.warmUpOver(age, now, views, &p.warm, paging); !p.settled && why != stillWarm {
+			p.settled, p.settledAt, p.settledFlat = true, p.h.last, why == endFlat
 		}
 	}
 	if !p.settled {
@@ -609,7 +623,6 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		return
 	}
 
-	left, haveLeft := e.memoryLeft(uuid)
 	for c := range numCols {
 		v := &views[c]
 		if !pushing && c == colUsed {
@@ -618,8 +631,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		urgent := haveLeft && v.fastRate > 0 && left < v.fastRate*cfg.ShortWindow.Seconds()
-		e.track(&p.grow[c], v, now, urgent)
+		e.track(&p.grow[c], v, now, urgent(v))
 	}
 	settledAt := p.h.bucketEnd(p.settledAt)
 	sustained := func(c int) bool {
@@ -628,7 +640,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			return false
 		}
 		need := cfg.MinDuration
-		if g.rule == ruleShort && !g.line && g.since.Sub(settledAt) < probation*cfg.ShortWindow {
+		if p.settledFlat && g.rule == ruleShort && !g.line && g.since.Sub(settledAt) < probation*cfg.ShortWindow {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter
 			// loaded on demand after a pause) than leaking; such a staircase must keep
@@ -669,13 +681,13 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 // two short windows after WarmUp: a leak from the first request; at the latest at
 // MaxWarmUp. Two windows, because a fresh CUDA context loads modules smoothly for two
 // or three minutes of real time whatever the settings.
-func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]view, warm *[numCols]warmState, paging []int) bool {
+func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]view, warm *[numCols]warmState, paging []int) warmUpEnd {
 	cfg := &e.cfg
 	if age < cfg.WarmUp {
-		return false
+		return stillWarm
 	}
 	if age >= cfg.maxWarmUp() {
-		return true
+		return endBound
 	}
 	flat := true
 	for _, c := range paging {
@@ -685,18 +697,28 @@ func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]vie
 		}
 	}
 	if flat {
-		return true
+		return endFlat
 	}
 	if age >= cfg.WarmUp+smoothWindows*cfg.ShortWindow {
 		for _, c := range paging {
 			v := &views[c]
 			if v.present && v.smooth && e.qualifies(v.judge) {
-				return true
+				return endSmooth
 			}
 		}
 	}
-	return false
+	return stillWarm
 }
+
+// warmUpEnd says whether, and why, a warm-up ended.
+type warmUpEnd uint8
+
+const (
+	stillWarm warmUpEnd = iota
+	endFlat             // the floors went flat
+	endSmooth           // a smooth, steady rise: a leak from the start
+	endBound            // MaxWarmUp
+)
 
 // qualifies is the short rule: the judged window's robust line rises at MinRate or
 // more, with R² of MinFit, at least minHighs new highs, and most points on it.
@@ -726,10 +748,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	relaxed := v.judge.ok && v.judge.slope/b >= cfg.MinRate/2 && v.judge.r2 >= cfg.MinFit-0.2
-	// The slow rule needs three short windows since the warm-up: a trend under a sawtooth
-	// is judged over three of its cycles, and a few late steps of a filling cache over
-	// twenty minutes fit a line too.
-	longOK := v.longSpan >= int64(3*cfg.ShortWindow/cfg.Bucket)
+	// The slow rule needs half the long window since the warm-up: it is for growth the
+	// short window cannot resolve, which can wait, and the late steps of a cache that
+	// resumed filling after its warm-up fit a line over half an hour too (measured: a
+	// TensorRT-style staircase paged after 30 minutes).
+	longOK := v.longSpan >= int64(cfg.LongWindow/cfg.Bucket/2)
 	// The slow rule: the long window since the warm-up rises at rate with R² fit,
 	// without slowing down, by more than sig, and its newest quarter still rises.
 	slowOK := func(rate, fit float64) bool {
@@ -774,7 +797,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 
 // judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
 func (e *Engine) judgeGPU(g *gpu, now time.Time) {
-	v := e.analyze(g.h, 0, math.MaxInt64)
+	v := e.analyze(g.h, 0, math.MaxInt64, true)
 	g.growth = []Growth{e.exported(v.short, SeriesUsed, WindowShort), e.exported(v.long, SeriesUsed, WindowLong)}
 	g.res = GPUResult{Growth: g.growth}
 	if g.procsSeen {
@@ -788,12 +811,12 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		var views [numCols]view
 		views[colUsed] = v
 		g.warm[colUsed].observe(&v, now)
-		if g.settled = e.warmUpOver(age, now, views, &g.warm, []int{colUsed}); g.settled {
-			g.settledAt = g.h.last
+		if e.warmUpOver(age, now, views, &g.warm, []int{colUsed}) != stillWarm {
+			g.settled, g.settledAt = true, g.h.last
 		}
 	}
 	if g.settled {
-		v = e.analyze(g.h, 0, g.settledAt)
+		v = e.analyze(g.h, 0, g.settledAt, true)
 	}
 	if !g.settled {
 		g.grow = growState{}
