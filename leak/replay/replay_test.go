@@ -12,15 +12,15 @@ import (
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
-// leakTrace is 40 minutes of a process whose allocated floor grows 20 MiB/min from the
-// start, plus its GPU, and one malformed line.
+// leakTrace is 40 minutes of a process whose allocated floor is flat for 15 minutes and
+// then grows 20 MiB/min, plus its GPU, and one malformed line.
 func leakTrace(t *testing.T) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := trace.NewWriter(&buf, 0)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for el := time.Duration(0); el <= 40*time.Minute; el += 5 * time.Second {
-		a := 65<<20 + 20*trend.MiBPerMinute*el.Seconds()
+		a := 65<<20 + 20*trend.MiBPerMinute*max(el-15*time.Minute, 0).Seconds()
 		if err := w.WriteProcess(trace.Process{T: t0.Add(el), PID: 7, Start: 99, UUID: "GPU-0123456789abcdef",
 			Allocated: a, Reserved: a + 512<<20, Used: a + 1200<<20, HasAllocated: true, HasReserved: true, HasUsed: true}); err != nil {
 			t.Fatal(err)
@@ -76,11 +76,12 @@ func TestRunJSON(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(verdicts, ",") != "warming_up,leak" {
-		t.Errorf("verdict changes = %v, want warming_up then leak", verdicts)
+	if strings.Join(verdicts, ",") != "warming_up,steady,leak" {
+		t.Errorf("verdict changes = %v, want warming_up, steady, then leak", verdicts)
 	}
-	// The leak grows 20 MiB/min into 140 GiB less what is held: ≈ 4.9 days, on one line,
-	// because a steady leak keeps predicting the same instant.
+	// The leak grows 20 MiB/min into 140 GiB less what is held (the allocated floor, the
+	// largest request, memory outside the allocator, the GPU's other 848 MiB): ≈ 4.9
+	// days, on one line, because a steady leak keeps predicting the same instant.
 	if len(forecasts) != 1 || forecasts[0] < 4.8*86400 || forecasts[0] > 5*86400 {
 		t.Errorf("GPU forecasts %v s, want one of ≈ 4.9 days", forecasts)
 	}
@@ -92,9 +93,9 @@ func TestWatchForecastComesAndGoes(t *testing.T) {
 	var buf bytes.Buffer
 	w := trace.NewWriter(&buf, 0)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	stop := 40 * time.Minute
+	onset, stop := 15*time.Minute, 40*time.Minute
 	for el := time.Duration(0); el <= 80*time.Minute; el += 5 * time.Second {
-		grown := min(el, stop)
+		grown := min(max(el-onset, 0), stop-onset)
 		a := 65<<20 + 20*trend.MiBPerMinute*grown.Seconds()
 		if err := w.WriteProcess(trace.Process{T: t0.Add(el), PID: 7, Start: 99, UUID: "GPU-a",
 			Allocated: a, Reserved: a + 512<<20, Used: a + 1200<<20, HasAllocated: true, HasReserved: true, HasUsed: true}); err != nil {
@@ -104,9 +105,24 @@ func TestWatchForecastComesAndGoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	data := buf.String()
 	var gpu []GPUChange
-	if _, err := Watch(&buf, trend.DefaultConfig(), func(Change) {}, func(g GPUChange) { gpu = append(gpu, g) }); err != nil {
+	if _, err := Watch(strings.NewReader(data), trend.DefaultConfig(), func(Change) {}, func(g GPUChange) { gpu = append(gpu, g) }); err != nil {
 		t.Fatal(err)
+	}
+	// The JSON output says "gone" as a GPU line with a null exhaustion_seconds.
+	var out bytes.Buffer
+	if _, err := Run(strings.NewReader(data), &out, trend.DefaultConfig(), FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	var lastGPU string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.Contains(l, `"pid"`) {
+			lastGPU = l
+		}
+	}
+	if !strings.Contains(lastGPU, `"uuid":"GPU-a","exhaustion_seconds":null`) {
+		t.Errorf("last GPU line %s, want one with a null exhaustion_seconds", lastGPU)
 	}
 	if len(gpu) < 2 || !gpu[0].Valid || gpu[len(gpu)-1].Valid {
 		t.Fatalf("GPU changes %+v, want a forecast that later goes away", gpu)
@@ -135,7 +151,7 @@ func TestRunTable(t *testing.T) {
 			gpu = l
 		}
 	}
-	for _, want := range []string{"+0:10:00", "GPU-01234567", "leak", "allocated floor rising"} {
+	for _, want := range []string{"+0:2", "GPU-01234567", "leak", "allocated floor rising"} {
 		if !strings.Contains(leak, want) {
 			t.Errorf("leak row %q lacks %q", leak, want)
 		}
@@ -153,7 +169,7 @@ func TestRunErrors(t *testing.T) {
 		want   string
 	}{
 		{name: "unknown format", format: "yaml", want: `unknown output format "yaml": use one of table, json`},
-		{name: "invalid config", format: FormatJSON, cfg: func(c *trend.Config) { c.MinFit = 2 }, want: "minimum fit must be between 0 and 1"},
+		{name: "invalid config", format: FormatJSON, cfg: func(c *trend.Config) { c.MinFit = 2 }, want: "trend: MinFit: 2 is out of range; use 0 to 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
