@@ -34,11 +34,11 @@ type view struct {
 
 	short, long fitResult // the floors themselves, exported
 	judge       fitResult // the envelope over max(short window, 3 w)
-	envLong     fitResult // the envelope over the long window, in blocks
+	envLong     fitResult // the envelope over the long window since the warm-up, in blocks
 	recent      fitResult // the envelope's newest quarter of the long window
 	decel       bool      // the long envelope slows down (see decelerates)
-	judgeDecel  bool      // the judged window slows down
-	longSpan    int64     // buckets between the oldest and newest floor in the long window
+	// envLong, recent and decel are only computed once the slow rule could apply.
+	longSpan int64 // buckets between the oldest and newest floor in the long window
 
 	settled  bool // the envelope's range over the short window is within sig
 	smooth   bool // over smoothWindows short windows the floors rise in most buckets, not slowing down
@@ -56,8 +56,9 @@ type view struct {
 // bucket since on: the warm-up's growth is excused, and a long window still full of a
 // cache that filled in steps must not read as a slow leak once the warm-up is over.
 //
-// coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU).
-func (e *Engine) analyze(h *history, c int, since int64, coarse bool) view {
+// coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU);
+// needSmooth asks for the smooth test (the warm-up's).
+func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool) view {
 	cfg := &e.cfg
 	sc := &e.sc
 	nl := int64(len(h.idx))
@@ -165,16 +166,21 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse bool) view {
 		// rarer, larger requests arrive; only steps of sig count as new highs.
 		v.judge.highs = highs(jy, v.sig)
 	}
-	v.judgeDecel = sc.decelerates(jx, jy)
-	ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
-	v.envLong = sc.robustFit(ex, ey, sigma)
-	v.decel = sc.decelerates(ex, ey)
-	qlo := n
-	for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
-		qlo--
+	// The slow rule's fits, only once it could apply: half a long window since the
+	// warm-up, and an envelope that rises at all.
+	if v.longSpan >= nl/2 {
+		ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
+		v.envLong = sc.robustFit(ex, ey, sigma)
+		if b := e.cfg.Bucket.Seconds(); v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
+			v.decel = sc.decelerates(ex, ey)
+			qlo := n
+			for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
+				qlo--
+			}
+			qx, qy := blocks(xs[qlo:], env[qlo:], 40, &sc.jx, &sc.jy)
+			v.recent = sc.robustFit(qx, qy, sigma)
+		}
 	}
-	qx, qy := blocks(xs[qlo:], env[qlo:], 40, &sc.jx, &sc.jy)
-	v.recent = sc.robustFit(qx, qy, sigma)
 
 	// Settled: over the short window the envelope moved less than sig.
 	if inShort >= minPoints && xs[n-1]-xs[0] >= float64(ns-1) {
@@ -185,18 +191,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse bool) view {
 		v.settled = mx-mn <= v.sig
 	}
 
-	// Smooth: over the last smoothWindows short windows, a one-sided sign test at 1 %
-	// says the floor rose in most buckets (a line does; a staircase rises in a few, noise
-	// in half), and the newest window rises at least half as fast as the oldest (a cache
-	// filling to a budget slows down, and stops).
-	lo3 := n
-	for lo3 > 0 && xs[lo3-1] > -float64(smoothWindows*ns) {
-		lo3--
-	}
-	// The same sign test over the newest half of the short window: does the current rise
-	// go up in most buckets (a line), or in a few (a staircase)? Half, so that a rise
-	// which began mid-window is judged on itself; more, back to the whole short window,
-	// while the half holds too few changes for the test to be passable at all.
+	// Line: a one-sided sign test at 1 % over the newest half of the short window: does
+	// the current rise go up in most buckets (a line), or in a few (a staircase)? Half, so
+	// that a rise which began mid-window is judged on itself; more, back to the whole
+	// short window, while the half holds too few changes for the test to be passable.
 	var up, all int
 	for i := n - 1; i > lo; i-- {
 		if xs[i]-xs[i-1] != 1 {
@@ -206,29 +204,40 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse bool) view {
 		if ps[i] > ps[i-1] {
 			up++
 		}
-		if float64(all) >= float64(ns)/2 && signCritical(all) <= all {
+		if float64(all) >= float64(ns)/2 && e.signCritical(all) <= all {
 			break
 		}
 	}
-	v.line = up >= signCritical(all) && signCritical(all) <= all
-	up, all = 0, 0
-	for i := lo3 + 1; i < n; i++ {
-		if xs[i]-xs[i-1] == 1 {
-			all++
-			if ps[i] > ps[i-1] {
-				up++
+	v.line = e.signCritical(all) <= all && up >= e.signCritical(all)
+
+	// Smooth (asked for during the warm-up only): over the last smoothWindows short
+	// windows, the same sign test says the floor rose in most buckets, and the newest
+	// window rises at least half as fast as the oldest (a cache filling to a budget slows
+	// down, and stops).
+	if needSmooth {
+		lo3 := n
+		for lo3 > 0 && xs[lo3-1] > -float64(smoothWindows*ns) {
+			lo3--
+		}
+		up, all = 0, 0
+		for i := lo3 + 1; i < n; i++ {
+			if xs[i]-xs[i-1] == 1 {
+				all++
+				if ps[i] > ps[i-1] {
+					up++
+				}
 			}
 		}
-	}
-	if all >= int(smoothWindows*ns)-2 && up >= signCritical(all) {
-		o := lo3
-		for o < n && xs[o] <= xs[lo3]+float64(ns) {
-			o++
-		}
-		if o-lo3 >= minPoints {
-			older := sc.repeatedMedian(xs[lo3:o], ps[lo3:o])
-			newer := sc.repeatedMedian(xs[lo:], ps[lo:])
-			v.smooth = older > 0 && newer >= older/2
+		if all >= int(smoothWindows*ns)-2 && up >= e.signCritical(all) {
+			o := lo3
+			for o < n && xs[o] <= xs[lo3]+float64(ns) {
+				o++
+			}
+			if o-lo3 >= minPoints {
+				older := sc.repeatedMedian(xs[lo3:o], ps[lo3:o])
+				newer := sc.repeatedMedian(xs[lo:], ps[lo:])
+				v.smooth = older > 0 && newer >= older/2
+			}
 		}
 	}
 
@@ -360,7 +369,14 @@ func (s *scratch) decelerates(x, y []float64) bool {
 }
 
 // signCritical is the smallest number of rises among n changes that a fair coin
-// reaches with probability below 1 % (one-sided binomial test).
+// reaches with probability below 1 % (one-sided binomial test), from a table made once.
+func (e *Engine) signCritical(n int) int {
+	if n < len(e.signCrit) {
+		return e.signCrit[n]
+	}
+	return signCritical(n)
+}
+
 func signCritical(n int) int {
 	// P(X ≥ k) for X ~ Binomial(n, ½), summed from the top.
 	p, tail := math.Pow(0.5, float64(n)), 0.0

@@ -416,7 +416,8 @@ type Engine struct {
 	vals  [numCols]float64 // scratch, so Observe does not allocate
 	sc    analysisScratch
 	// refused counts samples of new keys not tracked because MaxKeys were held.
-	refused uint64
+	refused  uint64
+	signCrit []int // signCritical(n) for the windows' sizes
 }
 
 // analysisScratch holds the buffers of analyze and its fits.
@@ -432,6 +433,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, procs: map[procKey]*process{}, gpus: map[string]*gpu{}}
+	e.signCrit = make([]int, smoothWindows*cfg.ShortWindow/cfg.Bucket+1)
+	for n := range e.signCrit {
+		e.signCrit[n] = signCritical(n)
+	}
 	return e, nil
 }
 
@@ -581,8 +586,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		since = p.settledAt
 	}
 	_, pushing := p.h.latest(colAllocated)
+	needSmooth := !p.settled && now.Sub(p.first) >= cfg.WarmUp+smoothWindows*cfg.ShortWindow
 	for c := range numCols {
-		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing)
+		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth)
 		if views[c].short.n == 0 {
 			continue
 		}
@@ -797,7 +803,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 
 // judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
 func (e *Engine) judgeGPU(g *gpu, now time.Time) {
-	v := e.analyze(g.h, 0, math.MaxInt64, true)
+	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+smoothWindows*e.cfg.ShortWindow)
 	g.growth = []Growth{e.exported(v.short, SeriesUsed, WindowShort), e.exported(v.long, SeriesUsed, WindowLong)}
 	g.res = GPUResult{Growth: g.growth}
 	if g.procsSeen {
@@ -816,7 +822,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		}
 	}
 	if g.settled {
-		v = e.analyze(g.h, 0, g.settledAt, true)
+		v = e.analyze(g.h, 0, g.settledAt, true, false)
 	}
 	if !g.settled {
 		g.grow = growState{}
