@@ -9,11 +9,12 @@ import (
 // memory in whole MiB, and nothing below a MiB is worth a page.
 const sigmaMin = 1 << 20
 
-// smoothWindows is how many short windows a smooth, steady rise must last, after the
-// warm-up's least time, to end the warm-up before the floors go flat: caches and module
-// loads that fill smoothly were seen to do so for up to half an hour at the defaults,
-// and a fresh CUDA context for two to three minutes of real time at any setting.
-const smoothWindows = 3
+// steadyPace is how much of its average pace since the start a rise must keep in its
+// newest short window to be a leak from the start rather than a warm-up: a fill whose
+// total grows as t^a rises at a times its average pace, and fills slow down (a
+// coupon collector of shapes or kernels, a CUDA context's modules) well below 0.8,
+// while a leak keeps 1.
+const steadyPace = 0.8
 
 // longBlocks is how many blocks the long window is fitted in: 5-minute blocks at the
 // defaults, each the minimum of its floors.
@@ -41,7 +42,7 @@ type view struct {
 	longSpan int64 // buckets between the oldest and newest floor in the long window
 
 	settled  bool // the envelope's range over the short window is within sig
-	smooth   bool // over smoothWindows short windows the floors rise in most buckets, not slowing down
+	smooth   bool // since first seen, the floors rose in most buckets, not slowing down
 	line     bool // over the newest half of the short window the floors rise in most buckets
 	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
 	fastRate float64
@@ -192,7 +193,8 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 	}
 
 	// Line: a one-sided sign test at 1 % over the newest half of the short window: does
-	// the current rise go up in most buckets (a line), or in a few (a staircase)? Half, so
+	// the current rise go up (by more than the noise) in most buckets (a line), or in a
+	// few (a staircase)? Half, so
 	// that a rise which began mid-window is judged on itself; more, back to the whole
 	// short window, while the half holds too few changes for the test to be passable.
 	var up, all int
@@ -201,7 +203,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 			continue
 		}
 		all++
-		if ps[i] > ps[i-1] {
+		if ps[i] > ps[i-1]+sigma {
 			up++
 		}
 		if float64(all) >= float64(ns)/2 && e.signCritical(all) <= all {
@@ -210,34 +212,30 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 	}
 	v.line = e.signCritical(all) <= all && up >= e.signCritical(all)
 
-	// Smooth (asked for during the warm-up only): over the last smoothWindows short
-	// windows, the same sign test says the floor rose in most buckets, and the newest
-	// window rises at least half as fast as the oldest (a cache filling to a budget slows
-	// down, and stops).
-	if needSmooth {
-		lo3 := n
-		for lo3 > 0 && xs[lo3-1] > -float64(smoothWindows*ns) {
-			lo3--
-		}
+	// Smooth (asked for during the warm-up only): since the series was first seen, the
+	// same sign test says the floor rose in most buckets, and in each of the last
+	// fastBuckets (the rise goes on), and its newest short window
+	// rises at least steadyPace of its average pace since then. A leak from the first
+	// request is a line from the start; a warm-up is front-loaded (the model, then the
+	// cache, then ever rarer shapes and kernels), so it slows down; a staircase rises
+	// in few buckets.
+	if needSmooth && h.last-h.first < nl && n > inShort {
 		up, all = 0, 0
-		for i := lo3 + 1; i < n; i++ {
+		rising := n > fastBuckets // and still rising, bucket after bucket
+		for i := 1; i < n; i++ {
 			if xs[i]-xs[i-1] == 1 {
 				all++
-				if ps[i] > ps[i-1] {
+				if ps[i] > ps[i-1]+sigma {
 					up++
+				} else if i >= n-fastBuckets {
+					rising = false
 				}
 			}
 		}
-		if all >= int(smoothWindows*ns)-2 && up >= e.signCritical(all) {
-			o := lo3
-			for o < n && xs[o] <= xs[lo3]+float64(ns) {
-				o++
-			}
-			if o-lo3 >= minPoints {
-				older := sc.repeatedMedian(xs[lo3:o], ps[lo3:o])
-				newer := sc.repeatedMedian(xs[lo:], ps[lo:])
-				v.smooth = older > 0 && newer >= older/2
-			}
+		if rising && all >= n-2 && up >= e.signCritical(all) {
+			average := (ps[n-1] - ps[0]) / (xs[n-1] - xs[0])
+			newest := sc.repeatedMedian(xs[lo:], ps[lo:])
+			v.smooth = average > 0 && newest >= steadyPace*average
 		}
 	}
 

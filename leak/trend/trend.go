@@ -433,7 +433,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, procs: map[procKey]*process{}, gpus: map[string]*gpu{}}
-	e.signCrit = make([]int, smoothWindows*cfg.ShortWindow/cfg.Bucket+1)
+	e.signCrit = make([]int, cfg.LongWindow/cfg.Bucket+1)
 	for n := range e.signCrit {
 		e.signCrit[n] = signCritical(n)
 	}
@@ -586,7 +586,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		since = p.settledAt
 	}
 	_, pushing := p.h.latest(colAllocated)
-	needSmooth := !p.settled && now.Sub(p.first) >= cfg.WarmUp+smoothWindows*cfg.ShortWindow
+	needSmooth := !p.settled && now.Sub(p.first) >= cfg.WarmUp+cfg.ShortWindow
 	for c := range numCols {
 		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth)
 		if views[c].short.n == 0 {
@@ -705,7 +705,7 @@ func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]vie
 	if flat {
 		return endFlat
 	}
-	if age >= cfg.WarmUp+smoothWindows*cfg.ShortWindow {
+	if age >= cfg.WarmUp+cfg.ShortWindow {
 		for _, c := range paging {
 			v := &views[c]
 			if v.present && v.smooth && e.qualifies(v.judge) {
@@ -803,7 +803,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 
 // judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
 func (e *Engine) judgeGPU(g *gpu, now time.Time) {
-	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+smoothWindows*e.cfg.ShortWindow)
+	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+e.cfg.ShortWindow)
 	g.growth = []Growth{e.exported(v.short, SeriesUsed, WindowShort), e.exported(v.long, SeriesUsed, WindowLong)}
 	g.res = GPUResult{Growth: g.growth}
 	if g.procsSeen {
