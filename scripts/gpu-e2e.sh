@@ -8,18 +8,26 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): three serving loops (leaking, healthy with
-#           dynamic shapes, no inference_mode) push through the client while the daemon
-#           records a trace (--trace.record) for the leak-detection suite; triage runs
-#           against the daemon while they do.
+#   phase 3 (optional, TRACE_SECONDS>0): six serving loops (scripts/gpu/serve_loop.py)
+#           push through the real client while the daemon records a trace
+#           (--trace.record): a cache that fills in steps and plateaus, a burst that
+#           holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML
+#           only), a slow leak and a fast leak stopped long before the GPU is full (both
+#           from LEAK_ONSET seconds in). Triage runs while they do; then the trace is
+#           replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
+#           scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its
+#           onset (a look-alike flagged, or a leak missed, fails the run). Wall time:
+#           TRACE_SECONDS plus about 20 s.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=390] [LEAK_ONSET=240]
+#        [DAEMON_CONFIG=scripts/gpu/short-trace.yml] scripts/gpu-e2e.sh
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$(mktemp -d)}
 BIN=${BIN:-$here/../bin/vram_exporter}
 TRACE_SECONDS=${TRACE_SECONDS:-0}
+LEAK_ONSET=${LEAK_ONSET:-240}
 PORT=${PORT:-10090}
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/vram-e2e.XXXX)
@@ -27,6 +35,7 @@ cp "$BIN" "$work/vram_exporter"
 sock="$work/run/push.sock"
 fail=0
 pids=()
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
 
@@ -78,12 +87,22 @@ scrape "$OUT/metrics-phase2-after-exit.txt"
 if grep -q "pid=\"$pc\"" "$OUT/metrics-phase2-after-exit.txt"; then echo "FAIL series of exited pid $pc still exported"; fail=1; else echo "PASS exited client vanished from /metrics"; fi
 
 if [ "$TRACE_SECONDS" -gt 0 ]; then
-  echo "== phase 3: real serving loops for ${TRACE_SECONDS}s, recording a trace"
+  echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
+  if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + 90))" ]; then
+    echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under 90 s after LEAK_ONSET=$LEAK_ONSET to see the leaks"
+    fail=1
+  fi
   loops=()
-  for mode in leak healthy no_inference_mode; do
-    python3 "$here/gpu/serve_loop.py" --mode $mode --socket "$sock" --seconds "$TRACE_SECONDS" > "$OUT/loop-$mode.log" 2>&1 &
+  metas=()
+  : > "$OUT/trace-pids.txt"
+  for mode in staircase burst healthy nvml_only slow_leak fast_leak; do
+    # fast_leak: 400 MiB/min for 90 s, some 600 MiB, then it holds what it has.
+    python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
+      --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + 90))" --hold 120 --meta "$OUT/loop-$mode.json" \
+      > "$OUT/loop-$mode.log" 2>&1 &
     loops+=("$!")
     pids+=("$!")
+    metas+=("$OUT/loop-$mode.json")
     echo "$mode $!" >> "$OUT/trace-pids.txt"
   done
   sleep $((TRACE_SECONDS - 5))
@@ -91,11 +110,15 @@ if [ "$TRACE_SECONDS" -gt 0 ]; then
   echo "-- triage while the loops run"
   "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --no-color | tee "$OUT/triage.txt" || fail=1
   "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --output json > "$OUT/triage.json" || fail=1
-  wait "${loops[@]}"
+  for p in "${loops[@]}"; do wait "$p" || { echo "FAIL a serving loop (pid $p) exited non-zero; see $OUT/loop-*.log"; fail=1; }; done
   cat "$OUT"/loop-*.log
   echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
   "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" | tee "$OUT/replay.txt"
-  grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second' "$OUT/metrics-phase3.txt" | head -40
+  "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" --output json > "$OUT/replay.json" || fail=1
+  echo "-- each loop's verdicts and the delay from its onset"
+  python3 "$here/gpu/verdicts.py" "$OUT/replay.json" "${metas[@]}" | tee "$OUT/verdicts.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || fail=1
+  grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second|^vram_gpu_exhaustion_seconds' "$OUT/metrics-phase3.txt" | head -60
 fi
 
 scrape "$OUT/metrics-final.txt"

@@ -128,11 +128,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 	v.sig = math.Max(4*sigma, cfg.MinRate*cfg.ShortWindow.Seconds())
 
 	// Give-back excursions: a floor that rose at least sig above a level and came back
-	// down to it (within sig/2), or fell by sig from higher floors since the window began. The longest, in buckets, is the envelope width: memory
-	// that this series has shown it gives back (a garbage collector's cycle, a burst) is
-	// judged on its troughs, by the envelope min(floors over the last w buckets).
-	// A fall from before the window's start counts from the start: the series was
-	// higher all that time and gave it back.
+	// down to it (within sig/2), or fell by sig from higher floors since the window
+	// began (the series was higher all that time and gave it back). The longest, in
+	// buckets, is the envelope width: memory that this series has shown it gives back (a
+	// garbage collector's cycle, a burst) is judged on its troughs, by the envelope
+	// min(floors over the last w buckets).
 	for j := 1; j < n; j++ {
 		hi := math.Inf(-1)
 		k := j - 1
@@ -192,11 +192,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		v.settled = mx-mn <= v.sig
 	}
 
-	// Line: a one-sided sign test at 1 % over the newest half of the short window: does
-	// the current rise go up (by more than the noise) in most buckets (a line), or in a
-	// few (a staircase)? Half, so
-	// that a rise which began mid-window is judged on itself; more, back to the whole
-	// short window, while the half holds too few changes for the test to be passable.
+	// Line: does the current rise go up (by more than the noise) in most buckets, like a
+	// line, or in a few, like a staircase? Three in four of the changes over the newest
+	// half of the short window (a rise that began mid-window is judged on itself), at
+	// least minPoints of them. Both already rise as growth: this only tells their
+	// shapes apart, for the probation after a warm-up.
 	var up, all int
 	for i := n - 1; i > lo; i-- {
 		if xs[i]-xs[i-1] != 1 {
@@ -206,11 +206,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		if ps[i] > ps[i-1]+sigma {
 			up++
 		}
-		if float64(all) >= float64(ns)/2 && e.signCritical(all) <= all {
+		if all >= minPoints && float64(all) >= float64(ns)/2 {
 			break
 		}
 	}
-	v.line = e.signCritical(all) <= all && up >= e.signCritical(all)
+	v.line = all >= minPoints && 4*up >= 3*all
 
 	// Smooth (asked for during the warm-up only): since the series was first seen, the
 	// same sign test says the floor rose in most buckets, and in each of the last

@@ -356,34 +356,11 @@ const probation = 2
 
 func (g growState) growing() bool { return g.rule != ruleNone }
 
-// warmState follows a paging series through the warm-up: each rise of its floor above
-// the last one by half the significance (a ratchet), and the longest pause between
-// rises, so that the warm-up of a cache that fills in steps with long pauses lasts until
-// it has been flat for twice the longest pause (at least a short window).
-type warmState struct {
-	init     bool
-	level    float64
-	lastRise time.Time
-	longest  time.Duration
-}
-
-func (w *warmState) observe(v *view, now time.Time) {
-	switch {
-	case !v.present:
-	case !w.init:
-		*w = warmState{init: true, level: v.newest, lastRise: now}
-	case v.newest > w.level+v.sig/2:
-		w.longest = max(w.longest, now.Sub(w.lastRise))
-		w.level, w.lastRise = v.newest, now
-	}
-}
-
 type process struct {
 	start       uint64
 	first, last time.Time
 	h           *history
 	grow        [numCols]growState
-	warm        [numCols]warmState
 	settled     bool  // the warm-up is over
 	settledAt   int64 // the bucket it ended in: the long-window rules start there
 	settledFlat bool  // it ended because the floors went flat (probation applies)
@@ -399,7 +376,6 @@ type gpu struct {
 	// Without processes (none ever seen on this GPU), the GPU's own used floor is judged
 	// like a process that pushes nothing.
 	procsSeen bool
-	warm      [numCols]warmState
 	settled   bool
 	settledAt int64
 	left      float64 // memory left for what grows, at the last close (see Engine.left)
@@ -607,7 +583,6 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	}
 	if !p.settled {
 		for _, c := range paging {
-			p.warm[c].observe(&views[c], now)
 			v := &views[c]
 			steep := v.fast || (v.cont && v.judge.ok && v.judge.slope/cfg.Bucket.Seconds() >= cfg.FastRate)
 			if age >= cfg.WarmUp && steep && urgent(v) {
@@ -617,7 +592,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 				p.settled, p.settledAt = true, p.h.last
 			}
 		}
-		if why := e.warmUpOver(age, now, views, &p.warm, paging); !p.settled && why != stillWarm {
+		if why := e.warmUpOver(age, views, paging); !p.settled && why != stillWarm {
 			p.settled, p.settledAt, p.settledFlat = true, p.h.last, why == endFlat
 		}
 	}
@@ -687,7 +662,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 // two short windows after WarmUp: a leak from the first request; at the latest at
 // MaxWarmUp. Two windows, because a fresh CUDA context loads modules smoothly for two
 // or three minutes of real time whatever the settings.
-func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]view, warm *[numCols]warmState, paging []int) warmUpEnd {
+func (e *Engine) warmUpOver(age time.Duration, views [numCols]view, paging []int) warmUpEnd {
 	cfg := &e.cfg
 	if age < cfg.WarmUp {
 		return stillWarm
@@ -697,8 +672,7 @@ func (e *Engine) warmUpOver(age time.Duration, now time.Time, views [numCols]vie
 	}
 	flat := true
 	for _, c := range paging {
-		v, w := &views[c], &warm[c]
-		if v.present && (!v.settled || now.Sub(w.lastRise) < 2*w.longest) {
+		if v := &views[c]; v.present && !v.settled {
 			flat = false
 		}
 	}
@@ -816,8 +790,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 	if !g.settled {
 		var views [numCols]view
 		views[colUsed] = v
-		g.warm[colUsed].observe(&v, now)
-		if e.warmUpOver(age, now, views, &g.warm, []int{colUsed}) != stillWarm {
+		if e.warmUpOver(age, views, []int{colUsed}) != stillWarm {
 			g.settled, g.settledAt = true, g.h.last
 		}
 	}
