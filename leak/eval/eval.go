@@ -640,8 +640,13 @@ func outcomeCell(l Label, o Outcome) string {
 // Write prints the report as Markdown tables (pasted into docs/leak-detection.md).
 func (r Report) Write(w io.Writer) error {
 	c := r.Config
-	fmt.Fprintf(w, "Engine config: bucket %s, short window %s, long window %s, warm-up %s, min rate %.3g MiB/min, min fit %.2f, min duration %s\n",
-		fmtDur(c.Bucket), fmtDur(c.ShortWindow), fmtDur(c.LongWindow), fmtDur(c.WarmUp), c.MinRate/trend.MiBPerMinute, c.MinFit, fmtDur(c.MinDuration))
+	maxWarm := "six warm-ups"
+	if c.MaxWarmUp > 0 {
+		maxWarm = fmtDur(c.MaxWarmUp)
+	}
+	fmt.Fprintf(w, "Engine config: bucket %s, short window %s, long window %s, warm-up %s (at most %s), min rate %.3g MiB/min, fast rate %.3g MiB/min, slow rate %.3g MiB/min, min fit %.2f, min duration %s\n",
+		fmtDur(c.Bucket), fmtDur(c.ShortWindow), fmtDur(c.LongWindow), fmtDur(c.WarmUp), maxWarm, c.MinRate/trend.MiBPerMinute,
+		c.FastRate/trend.MiBPerMinute, c.SlowRate/trend.MiBPerMinute, c.MinFit, fmtDur(c.MinDuration))
 	if len(r.ZeroFP) > 0 {
 		fmt.Fprintf(w, "Baseline (best of %d settings with zero false alarms out of %d swept): %s\n\n", len(r.ZeroFP), len(BaselineGrid()), r.Best)
 	} else {
