@@ -27,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$(mktemp -d)}
 BIN=${BIN:-$here/../bin/vram_exporter}
 TRACE_SECONDS=${TRACE_SECONDS:-0}
-LEAK_ONSET=${LEAK_ONSET:-240}
+
 PORT=${PORT:-10090}
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/vram-e2e.XXXX)
@@ -87,38 +87,8 @@ scrape "$OUT/metrics-phase2-after-exit.txt"
 if grep -q "pid=\"$pc\"" "$OUT/metrics-phase2-after-exit.txt"; then echo "FAIL series of exited pid $pc still exported"; fail=1; else echo "PASS exited client vanished from /metrics"; fi
 
 if [ "$TRACE_SECONDS" -gt 0 ]; then
-  echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
-  if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + 90))" ]; then
-    echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under 90 s after LEAK_ONSET=$LEAK_ONSET to see the leaks"
-    fail=1
-  fi
-  loops=()
-  metas=()
-  : > "$OUT/trace-pids.txt"
-  for mode in staircase burst healthy nvml_only slow_leak fast_leak; do
-    # fast_leak: 400 MiB/min for 90 s, some 600 MiB, then it holds what it has.
-    python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
-      --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + 90))" --hold 120 --meta "$OUT/loop-$mode.json" \
-      > "$OUT/loop-$mode.log" 2>&1 &
-    loops+=("$!")
-    pids+=("$!")
-    metas+=("$OUT/loop-$mode.json")
-    echo "$mode $!" >> "$OUT/trace-pids.txt"
-  done
-  sleep $((TRACE_SECONDS - 5))
-  scrape "$OUT/metrics-phase3.txt" # while the loops still run
-  echo "-- triage while the loops run"
-  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --no-color | tee "$OUT/triage.txt" || fail=1
-  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --output json > "$OUT/triage.json" || fail=1
-  for p in "${loops[@]}"; do wait "$p" || { echo "FAIL a serving loop (pid $p) exited non-zero; see $OUT/loop-*.log"; fail=1; }; done
-  cat "$OUT"/loop-*.log
-  echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
-  "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" | tee "$OUT/replay.txt"
-  "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" --output json > "$OUT/replay.json" || fail=1
-  echo "-- each loop's verdicts and the delay from its onset"
-  python3 "$here/gpu/verdicts.py" "$OUT/replay.json" "${metas[@]}" | tee "$OUT/verdicts.txt"
-  [ "${PIPESTATUS[0]}" = 0 ] || fail=1
-  grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second|^vram_gpu_exhaustion_seconds' "$OUT/metrics-phase3.txt" | head -60
+  # shellcheck source=scripts/gpu/phase3.sh
+  . "$here/gpu/phase3.sh"
 fi
 
 scrape "$OUT/metrics-final.txt"
