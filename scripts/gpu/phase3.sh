@@ -10,7 +10,7 @@
 #
 # Uses from gpu-e2e.sh: here, work, OUT, sock, PORT, TRACE_SECONDS, LEAK_ONSET (default
 # 240), the pids array, fail, scrape.
-# shellcheck shell=bash disable=SC2154
+# shellcheck shell=bash disable=SC2154,SC2034 # variables of gpu-e2e.sh, read and set there
 LEAK_ONSET=${LEAK_ONSET:-240}
 echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
 if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + 90))" ]; then
