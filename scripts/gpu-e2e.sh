@@ -8,10 +8,16 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): three serving loops (leaking, healthy with
-#           dynamic shapes, no inference_mode) push through the client while the daemon
-#           records a trace (--trace.record) for the leak-detection suite; triage runs
-#           against the daemon while they do.
+#   phase 3 (optional, TRACE_SECONDS>0): six serving loops (scripts/gpu/serve_loop.py)
+#           push through the real client while the daemon records a trace
+#           (--trace.record): a cache that fills in steps and plateaus, a burst that
+#           holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML
+#           only), a slow leak and a fast leak stopped long before the GPU is full (both
+#           from LEAK_ONSET seconds in). Triage runs while they do; then the trace is
+#           replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
+#           scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its
+#           onset (a look-alike flagged, or a leak missed, fails the run). Wall time:
+#           TRACE_SECONDS plus about 20 s.
 #   phase OOM (optional, PHASE_OOM=1, about 80 s): three PyTorch processes each provoke
 #           one kind of out-of-memory error under a 4 GiB per-process limit
 #           (scripts/gpu/oom_kinds.py: shortage, fragmentation, peak) through the real
@@ -25,7 +31,7 @@
 #           same NVML calls (scripts/nvmlraw), and the RSS of an NVML-only Go program
 #           (scripts/nvmlbaseline). Figures only: it fails nothing.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=390] [LEAK_ONSET=240] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
 # Phase 4 needs bin/scrapetime, bin/nvmlraw and bin/nvmlbaseline (or go to build them):
 #   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
@@ -42,6 +48,7 @@ cp "$BIN" "$work/vram_exporter"
 sock="$work/run/push.sock"
 fail=0
 pids=()
+# shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 
@@ -110,24 +117,8 @@ if [ "${VISIBLE:-1}" = 1 ]; then
 fi
 
 if [ "$TRACE_SECONDS" -gt 0 ]; then
-  echo "== phase 3: real serving loops for ${TRACE_SECONDS}s, recording a trace"
-  loops=()
-  for mode in leak healthy no_inference_mode; do
-    python3 "$here/gpu/serve_loop.py" --mode $mode --socket "$sock" --seconds "$TRACE_SECONDS" > "$OUT/loop-$mode.log" 2>&1 &
-    loops+=("$!")
-    pids+=("$!")
-    echo "$mode $!" >> "$OUT/trace-pids.txt"
-  done
-  sleep $((TRACE_SECONDS - 5))
-  scrape "$OUT/metrics-phase3.txt" # while the loops still run
-  echo "-- triage while the loops run"
-  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --no-color | tee "$OUT/triage.txt" || fail=1
-  "$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --output json > "$OUT/triage.json" || fail=1
-  wait "${loops[@]}"
-  cat "$OUT"/loop-*.log
-  echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
-  "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" | tee "$OUT/replay.txt"
-  grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second' "$OUT/metrics-phase3.txt" | head -40
+  # shellcheck source=scripts/gpu/phase3.sh
+  . "$here/gpu/phase3.sh"
 fi
 
 if [ "$COST" = 1 ]; then

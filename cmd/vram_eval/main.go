@@ -1,8 +1,10 @@
 // Command vram_eval regenerates the leak detector's labelled trace suite and scores the
 // detector against the PromQL deriv() baseline on it (docs/leak-detection.md).
 //
-//	go run ./cmd/vram_eval              # print the report
-//	go run ./cmd/vram_eval -generate    # rewrite leak/eval/testdata from the seeded generator
+//	go run ./cmd/vram_eval                      # print the report
+//	go run ./cmd/vram_eval -generate            # rewrite leak/eval/testdata from the seeded generator
+//	go run ./cmd/vram_eval -seeds 100           # the report, then every class over 100 seeds
+//	go run ./cmd/vram_eval -class gc_sawtooth -seed 7   # one class's trace for one seed, as a table
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 
 	"github.com/vram-exporter/vram_exporter/leak/eval"
 	"github.com/vram-exporter/vram_exporter/leak/trend"
@@ -23,30 +26,60 @@ func run(args []string, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", "leak/eval/testdata", "directory holding labels.json and the traces")
 	generate := fs.Bool("generate", false, "rewrite the synthetic traces and labels in -dir, then report")
 	show := fs.String("replay", "", "print the verdict changes of one labelled trace (by name) as a table, instead of the report")
+	seeds := fs.Int("seeds", 0, "after the report, sweep every class (look-alikes and their leaking twins) over this many seeds")
+	only := fs.String("classes", "", "with -seeds: only the classes whose name matches this regular expression")
+	class := fs.String("class", "", "print the verdict changes of one class's trace for -seed, instead of the report")
+	seed := fs.Uint64("seed", 1, "with -class: the seed")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "vram_eval:", err)
+		return 1
+	}
+	cfg := trend.DefaultConfig()
 	if *show != "" {
-		if err := eval.Show(*dir, *show, trend.DefaultConfig(), stdout); err != nil {
-			fmt.Fprintln(stderr, "vram_eval:", err)
-			return 1
+		if err := eval.Show(*dir, *show, cfg, stdout); err != nil {
+			return fail(err)
+		}
+		return 0
+	}
+	if *class != "" {
+		if err := eval.ShowClass(*class, *seed, cfg, stdout); err != nil {
+			return fail(err)
 		}
 		return 0
 	}
 	if *generate {
 		if err := eval.WriteSuite(*dir); err != nil {
-			fmt.Fprintln(stderr, "vram_eval:", err)
-			return 1
+			return fail(err)
 		}
 	}
-	rep, err := eval.Evaluate(*dir, trend.DefaultConfig())
+	rep, err := eval.Evaluate(*dir, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "vram_eval:", err)
-		return 1
+		return fail(err)
 	}
 	if err := rep.Write(stdout); err != nil {
-		fmt.Fprintln(stderr, "vram_eval:", err)
-		return 1
+		return fail(err)
+	}
+	if *seeds <= 0 {
+		return 0
+	}
+	var keep func(eval.Class) bool
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return fail(fmt.Errorf("-classes: %w", err))
+		}
+		keep = func(c eval.Class) bool { return re.MatchString(c.Name) }
+	}
+	rs, err := eval.Sweep(eval.SweepOptions{Seeds: eval.Seeds(*seeds), Config: cfg, Setting: rep.Best, Keep: keep})
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintln(stdout)
+	if err := eval.WriteSweep(stdout, rs, *seeds); err != nil {
+		return fail(err)
 	}
 	return 0
 }

@@ -110,6 +110,11 @@ func Show(dir, name string, cfg trend.Config, w io.Writer) error {
 	return fmt.Errorf("no trace called %q in %s", name, filepath.Join(dir, LabelsFile))
 }
 
+func showBytes(data []byte, cfg trend.Config, w io.Writer) error {
+	_, err := replay.Run(bytes.NewReader(data), w, cfg, replay.FormatTable)
+	return err
+}
+
 // open returns a reader over a trace file, decompressing .gz files.
 func open(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
@@ -138,6 +143,17 @@ type Outcome struct {
 	Detected      bool
 	Delay         time.Duration // first alert at or after onset, minus onset
 	FirstVerdicts string        // ours: the alerting verdict
+
+	// Ours only. ForecastFalse: a GPU exhaustion forecast on a trace without a leak, or
+	// before its onset; ForecastAt: the first one at or after the onset (-1: none).
+	ForecastFalse bool
+	ForecastAt    time.Duration
+	// SteadyAfter is, on a leak that stops (Label.StopSeconds), how long after the stop
+	// no process alerted any more (-1: never; 0: none alerted at the stop).
+	SteadyAfter time.Duration
+	// OOMAt is the out-of-memory error on a Label.OOM trace: the main process's last
+	// sample, from the trace start.
+	OOMAt time.Duration
 }
 
 // TraceResult is one trace's outcome for both methods.
@@ -372,13 +388,17 @@ func load(path string, l Label, cfg trend.Config) (loaded, error) {
 	return loadData(buf.Bytes(), l, cfg)
 }
 
+// mainPID is the process every synthetic trace is about (neighbours have other PIDs).
+const mainPID = 4242
+
 // loadData replays one trace's bytes through the engine and keeps its raw used samples.
 func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 	ld := loaded{label: l, raw: map[seriesKey][]rawSample{}}
-	var err error
+	ld.ours.ForecastAt, ld.ours.SteadyAfter = -1, -1
 
 	// The trace's first record is its time origin; the onset is relative to it.
 	var origin time.Time
+	var lastMain time.Time
 	r := trace.NewReader(bytes.NewReader(data))
 	for {
 		rec, err := r.Next()
@@ -398,19 +418,39 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 			k := seriesKey{p.Key.PID, p.Key.UUID}
 			ld.raw[k] = append(ld.raw[k], rawSample{t: p.T.Sub(origin), used: p.Used})
 		}
+		if p := rec.Process; p != nil && p.Key.PID == mainPID && p.T.After(lastMain) {
+			lastMain = p.T
+		}
+	}
+	if l.OOM {
+		ld.ours.OOMAt = lastMain.Sub(origin)
 	}
 	onset := time.Duration(l.OnsetSeconds * float64(time.Second))
+	stop := time.Duration(l.StopSeconds * float64(time.Second))
 	var first *time.Duration
 	var firstVerdict trend.Verdict
-	_, err = replay.Events(bytes.NewReader(data), cfg, func(c replay.Change) {
+	alertingNow := map[seriesKey]bool{}
+	stopSeen := false
+	_, err := replay.Watch(bytes.NewReader(data), cfg, func(c replay.Change) {
 		if l.PID != 0 && c.PID != l.PID {
 			return
+		}
+		at := c.T.Sub(origin)
+		if l.StopSeconds > 0 && !stopSeen && at >= stop {
+			// The first change at or after the stop: was anything alerting just before it?
+			stopSeen = true
+			if countTrue(alertingNow) == 0 && ld.ours.Detected {
+				ld.ours.SteadyAfter = 0
+			}
+		}
+		alertingNow[seriesKey{c.PID, c.UUID}] = alerting(c.Verdict)
+		if stopSeen && ld.ours.SteadyAfter < 0 && ld.ours.Detected && countTrue(alertingNow) == 0 {
+			ld.ours.SteadyAfter = at - stop
 		}
 		ld.final = c.Verdict
 		if !alerting(c.Verdict) {
 			return
 		}
-		at := c.T.Sub(origin)
 		if first == nil {
 			first, firstVerdict = &at, c.Verdict
 		}
@@ -424,14 +464,39 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 			ld.ours.Detected, ld.ours.Delay = true, at-onset
 			ld.ours.FirstVerdicts = string(c.Verdict)
 		}
+	}, func(g replay.GPUChange) {
+		if !g.Valid {
+			return
+		}
+		at := g.T.Sub(origin)
+		if !l.Leak || at < onset {
+			ld.ours.ForecastFalse = true
+			return
+		}
+		if ld.ours.ForecastAt < 0 {
+			ld.ours.ForecastAt = at
+		}
 	})
 	if err != nil {
 		return ld, err
+	}
+	if l.StopSeconds > 0 && !stopSeen && ld.ours.Detected && countTrue(alertingNow) == 0 {
+		ld.ours.SteadyAfter = 0
 	}
 	if ld.ours.FirstVerdicts == "" && first != nil {
 		ld.ours.FirstVerdicts = string(firstVerdict)
 	}
 	return ld, nil
+}
+
+func countTrue(m map[seriesKey]bool) int {
+	n := 0
+	for _, v := range m {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 // baseline runs `deriv(used[W]) > θ for F` over every process series of a trace:
@@ -575,8 +640,13 @@ func outcomeCell(l Label, o Outcome) string {
 // Write prints the report as Markdown tables (pasted into docs/leak-detection.md).
 func (r Report) Write(w io.Writer) error {
 	c := r.Config
-	fmt.Fprintf(w, "Engine config: bucket %s, short window %s, long window %s, warm-up %s, min rate %.3g MiB/min, min fit %.2f, min duration %s\n",
-		fmtDur(c.Bucket), fmtDur(c.ShortWindow), fmtDur(c.LongWindow), fmtDur(c.WarmUp), c.MinRate/trend.MiBPerMinute, c.MinFit, fmtDur(c.MinDuration))
+	maxWarm := "six warm-ups"
+	if c.MaxWarmUp > 0 {
+		maxWarm = fmtDur(c.MaxWarmUp)
+	}
+	fmt.Fprintf(w, "Engine config: bucket %s, short window %s, long window %s, warm-up %s (at most %s), min rate %.3g MiB/min, fast rate %.3g MiB/min, slow rate %.3g MiB/min, min fit %.2f, min duration %s\n",
+		fmtDur(c.Bucket), fmtDur(c.ShortWindow), fmtDur(c.LongWindow), fmtDur(c.WarmUp), maxWarm, c.MinRate/trend.MiBPerMinute,
+		c.FastRate/trend.MiBPerMinute, c.SlowRate/trend.MiBPerMinute, c.MinFit, fmtDur(c.MinDuration))
 	if len(r.ZeroFP) > 0 {
 		fmt.Fprintf(w, "Baseline (best of %d settings with zero false alarms out of %d swept): %s\n\n", len(r.ZeroFP), len(BaselineGrid()), r.Best)
 	} else {

@@ -30,6 +30,10 @@ const (
 	LinearLeak       LeakKind = "linear"       // allocated floor, straight line
 	StepLeak         LeakKind = "step"         // allocated floor, a step every StepEvery
 	UnattributedLeak LeakKind = "unattributed" // memory outside the allocator, straight line
+	// StairLeak is a staircase that does not plateau: the leak is in Steps, from Onset on,
+	// at Rate MiB/min on average (unattributed_growth when every step is outside the
+	// allocator of a process that pushes its stats).
+	StairLeak LeakKind = "stairs"
 )
 
 // Spec describes one synthetic trace. The model of one serving process, per sample:
@@ -76,6 +80,81 @@ type Spec struct {
 	DynOver   time.Duration // shape arrivals slow down quadratically: a plateau
 
 	RestartAt time.Duration // 0: none; the PID is reused by a new process
+
+	// The fields below model the look-alikes of issue 12 and their leaking twins. They
+	// draw their randomness from a second stream, so a Spec that leaves them zero writes
+	// the same bytes as before they existed.
+
+	// Steps are staircase steps, at an elapsed time, that stay for good: a cache filled on
+	// demand (adapters, lazily loaded modules, TensorRT contexts). A bounded staircase
+	// stops; its twin keeps stepping.
+	Steps []Step
+	// StopAt ends a linear leak's growth (0: never): the floor stays where it got to.
+	StopAt time.Duration
+	// GCRate is the garbage (MiB/min) that only the cyclic collector frees: tensors kept
+	// alive by reference cycles until Python's gen-2 collection, at each time in GCAt.
+	GCRate float64
+	GCAt   []time.Duration
+	// Saturations are load bursts during which the server is never idle.
+	Saturations []Saturation
+	// ActTail > 0 draws request activations from a Pareto tail of that shape (ActPeak is
+	// then the scale, ActCap the largest): rarer, larger requests keep raising the
+	// allocator cache's high-water mark long after the warm-up.
+	ActTail float64
+	ActCap  float64
+	// Frag is the share of a request's activations the caching allocator cannot serve
+	// from blocks it already holds (fragmentation), so its cache creeps above the peak.
+	Frag float64
+	// Other is what the GPU holds besides this process, MiB (driver and other tenants);
+	// 0 means the driver's 600 MiB. Neighbour shows Other − 600 MiB as a second process
+	// that pushes nothing.
+	Other     float64
+	Neighbour bool
+	// OOM makes the process exit once it cannot fit on the GPU, after its allocator has
+	// flushed its cache to try (the caches of a nearly full GPU flush and regrow).
+	OOM bool
+	// Short marks a trace judged at the scaled settings of scripts/gpu/short-trace.yml.
+	Short bool
+}
+
+// Column is a memory series a staircase step lands on.
+type Column string
+
+const (
+	ColAllocated    Column = "allocated"
+	ColUnattributed Column = "unattributed"
+	ColReserved     Column = "reserved"
+)
+
+// Step is one stair of a staircase: Size MiB added to Col at At (elapsed), for good.
+type Step struct {
+	At   time.Duration
+	Size float64
+	Col  Column
+}
+
+// Saturation is a burst of long inputs: from At for Dur, every sample is mid-request and
+// carries Load(t) × Peak × U(0.3, 1) MiB of activations, where Load rises linearly over
+// the first Up fraction of the burst, holds, and falls over the last fifth.
+type Saturation struct {
+	At, Dur time.Duration
+	Peak    float64
+	Up      float64
+}
+
+func (b Saturation) load(el time.Duration) float64 {
+	if el < b.At || el >= b.At+b.Dur {
+		return 0
+	}
+	f := float64(el-b.At) / float64(b.Dur)
+	up := math.Max(b.Up, 0.05)
+	switch {
+	case f < up:
+		return f / up
+	case f > 0.8:
+		return (1 - f) / 0.2
+	}
+	return 1
 }
 
 // Label is the ground truth of one trace, as stored in testdata/labels.json.
@@ -96,20 +175,44 @@ type Label struct {
 	// Trend, when set, overrides detector settings for this trace only: a real trace
 	// minutes long cannot be judged with the defaults' 10-minute warm-up and window.
 	Trend *TrendOverride `json:"trend,omitempty"`
+	// StopSeconds, when set, is when the leak stopped growing: the verdict must be back to
+	// steady within one short window of it.
+	StopSeconds float64 `json:"stop_seconds,omitempty"`
+	// OOM says the leak runs the GPU out of memory: the labelled process's last sample is
+	// the out-of-memory error, and the exhaustion forecast must come before it.
+	OOM bool `json:"oom,omitempty"`
 }
 
 // Label returns the ground truth of s.
 func (s Spec) Label() Label {
 	l := Label{Name: s.Name, File: s.Name + ".jsonl.gz", Note: s.Note}
+	if s.Short {
+		l.Trend = ShortTrace()
+	}
 	if s.Leak == NoLeak {
 		return l
 	}
 	l.Leak, l.OnsetSeconds, l.Expect = true, s.Onset.Seconds(), string(trend.Leak)
+	if s.StopAt > 0 {
+		l.StopSeconds = s.StopAt.Seconds()
+	}
+	l.OOM = s.OOM
 	switch s.Leak {
 	case StepLeak:
 		l.RateMiBPerMin = s.StepSize / s.StepEvery.Minutes()
 	case UnattributedLeak:
 		l.RateMiBPerMin, l.Expect = s.Rate, string(trend.UnattributedGrowth)
+	case StairLeak:
+		l.RateMiBPerMin = s.Rate
+		outside := s.Push
+		for _, st := range s.Steps {
+			if st.At >= s.Onset && st.Col != ColUnattributed {
+				outside = false
+			}
+		}
+		if outside {
+			l.Expect = string(trend.UnattributedGrowth)
+		}
 	default:
 		l.RateMiBPerMin = s.Rate
 	}
@@ -238,10 +341,16 @@ func sumSteps(steps []step, el time.Duration) float64 {
 // Generate writes the trace of s to w. The same Spec always writes the same bytes.
 func Generate(s Spec, w io.Writer) error {
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
+	// New behaviour draws from its own stream so that older specs keep their bytes.
+	rng2 := rand.New(rand.NewPCG(s.Seed, 0x1ea4))
 	tw := trace.NewWriter(w, 0)
-	const pid = 4242
+	const pid, neighbourPID = 4242, 4343
 	const uuid = "GPU-5f1e3c2a-8b7d-4e09-a6c1-93d2f4b8e710"
 	const total = 143771 * mib // an H200
+	other := 600.0 * mib
+	if s.Other > 0 {
+		other = s.Other * mib
+	}
 	newProc := func(born time.Duration, n uint64) *procState {
 		p := &procState{start: 1_000_000 + s.Seed*1000 + n*500_000, born: born}
 		p.cacheSteps = warmSteps(rng, s.CacheWarm*mib, 5, s.WarmSpan)
@@ -256,8 +365,19 @@ func Generate(s Spec, w io.Writer) error {
 		}
 		return p
 	}
+	stairs := func(col Column, el time.Duration) float64 {
+		var v float64
+		for _, st := range s.Steps {
+			if st.Col == col && el >= st.At {
+				v += st.Size * mib
+			}
+		}
+		return v
+	}
 	p := newProc(0, 0)
-	restarted := false
+	restarted, dead := false, false
+	lastGC := time.Duration(0)
+	gcNext := 0
 	for el := time.Duration(0); el <= s.Duration; el += s.Cadence {
 		if s.RestartAt > 0 && !restarted && el >= s.RestartAt {
 			restarted = true
@@ -266,7 +386,11 @@ func Generate(s Spec, w io.Writer) error {
 		life := el - p.born
 		leak, unLeak := 0.0, 0.0
 		if el >= s.Onset {
-			since := (el - s.Onset).Minutes()
+			grown := el
+			if s.StopAt > 0 && grown > s.StopAt {
+				grown = s.StopAt
+			}
+			since := (grown - s.Onset).Minutes()
 			switch s.Leak {
 			case LinearLeak:
 				leak = s.Rate * mib * since
@@ -280,25 +404,70 @@ func Generate(s Spec, w io.Writer) error {
 		if s.BurstAt > 0 && el >= s.BurstAt && el < s.BurstAt+s.BurstHold {
 			floor += s.BurstSize * mib
 		}
+		floor += stairs(ColAllocated, el)
+		if s.GCRate > 0 {
+			for gcNext < len(s.GCAt) && el >= s.GCAt[gcNext] {
+				lastGC = s.GCAt[gcNext]
+				gcNext++
+			}
+			// Garbage comes with requests: a ramp with a little noise of its own.
+			floor += s.GCRate * mib * (el - lastGC).Minutes() * (0.97 + 0.06*rng2.Float64())
+		}
 		act := 0.0
 		if rng.Float64() < s.Busy {
-			act = s.ActPeak * mib * rng.Float64()
+			u := rng.Float64()
+			act = s.ActPeak * mib * u
+			if s.ActTail > 0 {
+				act = math.Min(s.ActPeak*mib*(math.Pow(1-u, -1/s.ActTail)-1), s.ActCap*mib)
+			}
+		}
+		for _, b := range s.Saturations {
+			if l := b.load(el); l > 0 {
+				act += l * b.Peak * mib * (0.3 + 0.7*rng2.Float64())
+			}
 		}
 		allocated := math.Round(floor + act)
-		want := math.Ceil(allocated/(2*mib))*2*mib + sumSteps(p.cacheSteps, life) + sumSteps(p.dynSteps, life)
-		p.reserved = math.Max(p.reserved, want)
-		unatt := s.UnattrBase*mib + sumSteps(p.unattSteps, life) + math.Round(unLeak)
+		unatt := s.UnattrBase*mib + sumSteps(p.unattSteps, life) + math.Round(unLeak) + stairs(ColUnattributed, el)
+		want := math.Ceil(allocated/(2*mib))*2*mib + sumSteps(p.cacheSteps, life) + sumSteps(p.dynSteps, life) + stairs(ColReserved, el)
+		grow := want
+		if s.Frag > 0 && act > 0 {
+			grow = math.Max(want, p.reserved+math.Ceil(s.Frag*act*rng2.Float64()/(2*mib))*2*mib)
+		}
+		if !dead && math.Max(p.reserved, grow)+unatt+other > total {
+			// The allocator cannot grow: it frees its cached blocks and retries (PyTorch's
+			// behaviour on a failed cudaMalloc); if what is in use still does not fit, the
+			// request fails and the process exits with an out-of-memory error.
+			inUse := math.Ceil(allocated/(2*mib)) * 2 * mib
+			p.reserved = math.Min(want, total-unatt-other)
+			if s.OOM && inUse+unatt+other > total {
+				dead = true
+			}
+			p.reserved = math.Max(p.reserved, inUse)
+		}
+		if !dead || !s.OOM {
+			p.reserved = math.Max(p.reserved, math.Min(grow, math.Max(total-unatt-other, p.reserved)))
+		}
 		used := p.reserved + unatt
 		t := epoch.Add(el)
-		rec := trend.Sample{Key: trend.Key{PID: pid, Start: p.start, UUID: uuid}, T: t, Used: used, HasUsed: true}
-		if s.Push {
-			rec.Allocated, rec.HasAllocated = allocated, true
-			rec.Reserved, rec.HasReserved = p.reserved, true
+		gpuUsed := other
+		if !dead {
+			gpuUsed += used
+			rec := trend.Sample{Key: trend.Key{PID: pid, Start: p.start, UUID: uuid}, T: t, Used: used, HasUsed: true}
+			if s.Push {
+				rec.Allocated, rec.HasAllocated = allocated, true
+				rec.Reserved, rec.HasReserved = p.reserved, true
+			}
+			if err := tw.WriteProcess(rec); err != nil {
+				return fmt.Errorf("generating %s: %w", s.Name, err)
+			}
 		}
-		if err := tw.WriteProcess(rec); err != nil {
-			return fmt.Errorf("generating %s: %w", s.Name, err)
+		if s.Neighbour {
+			rec := trend.Sample{Key: trend.Key{PID: neighbourPID, Start: 2_000_000 + s.Seed, UUID: uuid}, T: t, Used: other - 600*mib, HasUsed: true}
+			if err := tw.WriteProcess(rec); err != nil {
+				return fmt.Errorf("generating %s: %w", s.Name, err)
+			}
 		}
-		if err := tw.WriteGPU(trend.GPUSample{T: t, UUID: uuid, Used: used + 600*mib, Total: total}); err != nil {
+		if err := tw.WriteGPU(trend.GPUSample{T: t, UUID: uuid, Used: gpuUsed, Total: total}); err != nil {
 			return fmt.Errorf("generating %s: %w", s.Name, err)
 		}
 	}

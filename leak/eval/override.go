@@ -13,14 +13,28 @@ import (
 //
 //	"trend": {"bucket": "10s", "short_window": "2m", "long_window": "4m", "warm_up": "1m",
 //	          "min_rate_bytes_per_second": 8738, "min_fit": 0.85, "min_duration": "0s"}
+//
+// max_warm_up, fast_rate_bytes_per_second and slow_rate_bytes_per_second are accepted
+// too (trend.Config's MaxWarmUp, FastRate, SlowRate).
 type TrendOverride struct {
 	Bucket                string   `json:"bucket,omitempty"`
 	ShortWindow           string   `json:"short_window,omitempty"`
 	LongWindow            string   `json:"long_window,omitempty"`
 	WarmUp                string   `json:"warm_up,omitempty"`
+	MaxWarmUp             string   `json:"max_warm_up,omitempty"`
 	MinRateBytesPerSecond *float64 `json:"min_rate_bytes_per_second,omitempty"`
+	FastRateBytesPerSec   *float64 `json:"fast_rate_bytes_per_second,omitempty"`
+	SlowRateBytesPerSec   *float64 `json:"slow_rate_bytes_per_second,omitempty"`
 	MinFit                *float64 `json:"min_fit,omitempty"`
 	MinDuration           string   `json:"min_duration,omitempty"`
+}
+
+// ShortTrace is the override of scripts/gpu/short-trace.yml: the settings, scaled down,
+// that the minutes-long real-GPU traces are judged with.
+func ShortTrace() *TrendOverride {
+	rate, fit := 8738.0, 0.85
+	return &TrendOverride{Bucket: "10s", ShortWindow: "2m", LongWindow: "4m", WarmUp: "1m",
+		MinRateBytesPerSecond: &rate, MinFit: &fit, MinDuration: "0s"}
 }
 
 // Apply returns base with o's fields in place, validated.
@@ -38,6 +52,7 @@ func (o *TrendOverride) Apply(base trend.Config) (trend.Config, error) {
 		{"short_window", o.ShortWindow, &cfg.ShortWindow},
 		{"long_window", o.LongWindow, &cfg.LongWindow},
 		{"warm_up", o.WarmUp, &cfg.WarmUp},
+		{"max_warm_up", o.MaxWarmUp, &cfg.MaxWarmUp},
 		{"min_duration", o.MinDuration, &cfg.MinDuration},
 	} {
 		if d.s == "" {
@@ -51,6 +66,12 @@ func (o *TrendOverride) Apply(base trend.Config) (trend.Config, error) {
 	}
 	if o.MinRateBytesPerSecond != nil {
 		cfg.MinRate = *o.MinRateBytesPerSecond
+	}
+	if o.FastRateBytesPerSec != nil {
+		cfg.FastRate = *o.FastRateBytesPerSec
+	}
+	if o.SlowRateBytesPerSec != nil {
+		cfg.SlowRate = *o.SlowRateBytesPerSec
 	}
 	if o.MinFit != nil {
 		cfg.MinFit = *o.MinFit

@@ -40,6 +40,24 @@ type Change struct {
 	Growth   []trend.Growth
 }
 
+// GPUChange is a change of one GPU's exhaustion forecast: it appeared, went away, or
+// moved. Valid is false when the forecast went away (ExhaustionSeconds is then 0).
+type GPUChange struct {
+	T                 time.Time
+	UUID              string
+	ExhaustionSeconds float64
+	Valid             bool
+}
+
+// forecastMoved reports whether a forecast of sec seconds at t differs enough from the
+// last one reported (lastAt: the instant it predicted) to be worth a line: the
+// predicted instant moved by more than a tenth of the time left. A steady leak predicts
+// the same instant bucket after bucket and prints one line, not one per bucket.
+func forecastMoved(lastAt, t time.Time, sec float64) bool {
+	at := t.Add(time.Duration(sec * float64(time.Second)))
+	return math.Abs(at.Sub(lastAt).Seconds()) > 0.1*sec
+}
+
 // Summary describes a replayed trace.
 type Summary struct {
 	Records        int // well-formed lines
@@ -65,7 +83,18 @@ type key struct {
 // Events replays in through a fresh engine and calls fn for every verdict change, in
 // trace order. Malformed lines are skipped and counted in the summary.
 func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
+	return Watch(in, cfg, fn, nil)
+}
+
+// Watch is Events that also calls onGPU (when not nil) whenever a GPU's exhaustion
+// forecast appears, goes away, or moves (see forecastMoved), in trace order.
+func Watch(in io.Reader, cfg trend.Config, fn func(Change), onGPU func(GPUChange)) (Summary, error) {
 	var sum Summary
+	type forecast struct {
+		valid bool
+		at    time.Time // the predicted instant of the last line
+	}
+	forecasts := map[string]forecast{}
 	eng, err := trend.NewEngine(cfg)
 	if err != nil {
 		return sum, err
@@ -122,9 +151,21 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 					Previous: prev, Reason: res.Reason, Growth: res.Growth})
 			}
 		case rec.GPU != nil:
-			t = rec.GPU.T
+			g := rec.GPU
+			t = g.T
 			sum.GPURecords++
-			eng.ObserveGPU(*rec.GPU)
+			res := eng.ObserveGPU(*g)
+			if onGPU != nil {
+				last := forecasts[g.UUID]
+				switch {
+				case res.ExhaustionValid && (!last.valid || forecastMoved(last.at, g.T, res.ExhaustionSeconds)):
+					forecasts[g.UUID] = forecast{valid: true, at: g.T.Add(time.Duration(res.ExhaustionSeconds * float64(time.Second)))}
+					onGPU(GPUChange{T: g.T, UUID: g.UUID, ExhaustionSeconds: res.ExhaustionSeconds, Valid: true})
+				case !res.ExhaustionValid && last.valid:
+					forecasts[g.UUID] = forecast{}
+					onGPU(GPUChange{T: g.T, UUID: g.UUID})
+				}
+			}
 		}
 		if sum.First.IsZero() || t.Before(sum.First) {
 			sum.First = t
@@ -150,11 +191,13 @@ func Events(in io.Reader, cfg trend.Config, fn func(Change)) (Summary, error) {
 // (FormatTable) or as JSON lines (FormatJSON).
 func Run(in io.Reader, out io.Writer, cfg trend.Config, format string) (Summary, error) {
 	var print func(Change) error
+	var printGPU func(GPUChange) error
 	var first time.Time
 	switch format {
 	case FormatJSON:
 		enc := json.NewEncoder(out)
 		print = func(c Change) error { return enc.Encode(jsonLine(c)) }
+		printGPU = func(g GPUChange) error { return enc.Encode(gpuJSONLine(g)) }
 	case FormatTable:
 		if _, err := fmt.Fprintln(out, tableHeader()); err != nil {
 			return Summary{}, fmt.Errorf("writing replay output: %w", err)
@@ -166,13 +209,24 @@ func Run(in io.Reader, out io.Writer, cfg trend.Config, format string) (Summary,
 			_, err := fmt.Fprintln(out, tableRow(c, first))
 			return err
 		}
+		printGPU = func(g GPUChange) error {
+			if first.IsZero() {
+				first = g.T
+			}
+			_, err := fmt.Fprintln(out, gpuTableRow(g, first))
+			return err
+		}
 	default:
 		return Summary{}, fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(Formats(), ", "))
 	}
 	var werr error
-	sum, err := Events(in, cfg, func(c Change) {
+	sum, err := Watch(in, cfg, func(c Change) {
 		if werr == nil {
 			werr = print(c)
+		}
+	}, func(g GPUChange) {
+		if werr == nil {
+			werr = printGPU(g)
 		}
 	})
 	if err != nil {
@@ -238,6 +292,24 @@ type JSONLine struct {
 	Unattr   *float64 `json:"unattributed_bytes_per_second,omitempty"`
 }
 
+// GPUJSONLine is a GPU line of the JSON output: the GPU's exhaustion forecast appeared,
+// moved, or (ExhaustionSeconds null) went away. It has no pid, like a trace's GPU line.
+type GPUJSONLine struct {
+	T                 float64  `json:"t"`
+	Time              string   `json:"time"`
+	UUID              string   `json:"uuid"`
+	ExhaustionSeconds *float64 `json:"exhaustion_seconds"`
+}
+
+func gpuJSONLine(g GPUChange) GPUJSONLine {
+	l := GPUJSONLine{T: float64(g.T.UnixMicro()) / 1e6, Time: g.T.UTC().Format(time.RFC3339), UUID: g.UUID}
+	if g.Valid {
+		v := math.Round(g.ExhaustionSeconds*10) / 10
+		l.ExhaustionSeconds = &v
+	}
+	return l
+}
+
 func jsonLine(c Change) JSONLine {
 	l := JSONLine{
 		T:    float64(c.T.UnixMicro()) / 1e6,
@@ -291,6 +363,20 @@ func tableRow(c Change, first time.Time) string {
 		strconv.FormatUint(uint64(c.PID), 10), uuid, c.Verdict,
 		get(trend.SeriesAllocated), get(trend.SeriesReserved), get(trend.SeriesUsed), get(trend.SeriesUnattributed),
 		c.Reason)
+}
+
+func gpuTableRow(g GPUChange, first time.Time) string {
+	uuid := g.UUID
+	if len(uuid) > 12 {
+		uuid = uuid[:12]
+	}
+	what, reason := "no forecast", "GPU exhaustion forecast went away: nothing on it grows"
+	if g.Valid {
+		d := time.Duration(g.ExhaustionSeconds * float64(time.Second)).Round(time.Second)
+		what, reason = "exhaustion", fmt.Sprintf("GPU memory runs out in %s at the rate it grows", d)
+	}
+	return fmt.Sprintf(rowFormat, g.T.UTC().Format(time.RFC3339), offset(g.T.Sub(first)), "gpu", uuid, what,
+		"-", "-", "-", "-", reason)
 }
 
 func offset(d time.Duration) string {

@@ -13,15 +13,15 @@ import (
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
-// leakTrace is 40 minutes of a process whose allocated floor grows 20 MiB/min from the
-// start, plus its GPU, and one malformed line.
+// leakTrace is 40 minutes of a process whose allocated floor is flat for 15 minutes and
+// then grows 20 MiB/min, plus its GPU, and one malformed line.
 func leakTrace(t *testing.T) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := trace.NewWriter(&buf, 0)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	for el := time.Duration(0); el <= 40*time.Minute; el += 5 * time.Second {
-		a := 65<<20 + 20*trend.MiBPerMinute*el.Seconds()
+		a := 65<<20 + 20*trend.MiBPerMinute*max(el-15*time.Minute, 0).Seconds()
 		if err := w.WriteProcess(trend.Sample{T: t0.Add(el), Key: trend.Key{PID: 7, Start: 99, UUID: "GPU-0123456789abcdef"},
 			Allocated: a, Reserved: a + 512<<20, Used: a + 1200<<20, HasAllocated: true, HasReserved: true, HasUsed: true}); err != nil {
 			t.Fatal(err)
@@ -46,11 +46,24 @@ func TestRunJSON(t *testing.T) {
 		t.Errorf("summary = %+v", sum)
 	}
 	var verdicts []string
+	var forecasts []float64
 	sc := bufio.NewScanner(&out)
 	for sc.Scan() {
 		var l map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			t.Fatalf("output line %q: %v", sc.Text(), err)
+		}
+		if _, ok := l["pid"]; !ok {
+			// A GPU line: its forecast appeared, moved or went away.
+			for _, k := range []string{"t", "time", "uuid", "exhaustion_seconds"} {
+				if _, ok := l[k]; !ok {
+					t.Errorf("GPU line %s lacks %q", sc.Text(), k)
+				}
+			}
+			if v, ok := l["exhaustion_seconds"].(float64); ok {
+				forecasts = append(forecasts, v)
+			}
+			continue
 		}
 		for _, k := range []string{"t", "pid", "uuid", "verdict", "reason"} {
 			if _, ok := l[k]; !ok {
@@ -64,8 +77,60 @@ func TestRunJSON(t *testing.T) {
 			}
 		}
 	}
-	if strings.Join(verdicts, ",") != "warming_up,leak" {
-		t.Errorf("verdict changes = %v, want warming_up then leak", verdicts)
+	if strings.Join(verdicts, ",") != "warming_up,steady,leak" {
+		t.Errorf("verdict changes = %v, want warming_up, steady, then leak", verdicts)
+	}
+	// The leak grows 20 MiB/min into 140 GiB less what is held (the allocated floor, the
+	// largest request, memory outside the allocator, the GPU's other 848 MiB): ≈ 4.9
+	// days, on one line, because a steady leak keeps predicting the same instant.
+	if len(forecasts) != 1 || forecasts[0] < 4.8*86400 || forecasts[0] > 5*86400 {
+		t.Errorf("GPU forecasts %v s, want one of ≈ 4.9 days", forecasts)
+	}
+}
+
+// TestWatchForecastComesAndGoes: a leak that stops has a forecast while it grows, and
+// none a short window after it stopped: the GPU line with a null exhaustion_seconds.
+func TestWatchForecastComesAndGoes(t *testing.T) {
+	var buf bytes.Buffer
+	w := trace.NewWriter(&buf, 0)
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	onset, stop := 15*time.Minute, 40*time.Minute
+	for el := time.Duration(0); el <= 80*time.Minute; el += 5 * time.Second {
+		grown := min(max(el-onset, 0), stop-onset)
+		a := 65<<20 + 20*trend.MiBPerMinute*grown.Seconds()
+		if err := w.WriteProcess(trend.Sample{Key: trend.Key{PID: 7, Start: 99, UUID: "GPU-a"}, T: t0.Add(el),
+			Allocated: a, Reserved: a + 512<<20, Used: a + 1200<<20, HasAllocated: true, HasReserved: true, HasUsed: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteGPU(trend.GPUSample{T: t0.Add(el), UUID: "GPU-a", Used: a + 2<<30, Total: 140 << 30}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := buf.String()
+	var gpu []GPUChange
+	if _, err := Watch(strings.NewReader(data), trend.DefaultConfig(), func(Change) {}, func(g GPUChange) { gpu = append(gpu, g) }); err != nil {
+		t.Fatal(err)
+	}
+	// The JSON output says "gone" as a GPU line with a null exhaustion_seconds.
+	var out bytes.Buffer
+	if _, err := Run(strings.NewReader(data), &out, trend.DefaultConfig(), FormatJSON); err != nil {
+		t.Fatal(err)
+	}
+	var lastGPU string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.Contains(l, `"pid"`) {
+			lastGPU = l
+		}
+	}
+	if !strings.Contains(lastGPU, `"uuid":"GPU-a","exhaustion_seconds":null`) {
+		t.Errorf("last GPU line %s, want one with a null exhaustion_seconds", lastGPU)
+	}
+	if len(gpu) < 2 || !gpu[0].Valid || gpu[len(gpu)-1].Valid {
+		t.Fatalf("GPU changes %+v, want a forecast that later goes away", gpu)
+	}
+	gone := gpu[len(gpu)-1].T.Sub(t0.Add(stop))
+	if gone > trend.DefaultConfig().ShortWindow {
+		t.Errorf("forecast went away %s after the leak stopped, want within the short window (%s)", gone, trend.DefaultConfig().ShortWindow)
 	}
 }
 
@@ -75,13 +140,25 @@ func TestRunTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME") {
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "TIME") {
 		t.Fatalf("table:\n%s", out.String())
 	}
-	for _, want := range []string{"+0:10:00", "GPU-01234567", "leak", "allocated floor rising"} {
-		if !strings.Contains(lines[2], want) {
-			t.Errorf("leak row %q lacks %q", lines[2], want)
+	var leak, gpu string
+	for _, l := range lines[1:] {
+		switch {
+		case strings.Contains(l, " leak "):
+			leak = l
+		case strings.Contains(l, " gpu "):
+			gpu = l
 		}
+	}
+	for _, want := range []string{"+0:2", "GPU-01234567", "leak", "allocated floor rising"} {
+		if !strings.Contains(leak, want) {
+			t.Errorf("leak row %q lacks %q", leak, want)
+		}
+	}
+	if !strings.Contains(gpu, "exhaustion") || !strings.Contains(gpu, "GPU memory runs out in") {
+		t.Errorf("GPU row %q lacks the forecast", gpu)
 	}
 }
 

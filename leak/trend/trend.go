@@ -9,11 +9,16 @@
 // serialises calls.
 //
 // Method, in short (docs/leak-detection.md has the evidence): each series is reduced to
-// the floor (minimum) of each bucket, so the request sawtooth vanishes; a least-squares
-// line over a short and a long window of floors gives a slope and R²; a series is
-// "growing" when the slope is at least MinRate with R² at least MinFit (a fast leak may
-// show it sooner on the newest half of the short window), and a verdict needs growth
-// sustained for MinDuration after the warm-up.
+// the floor (minimum) of each bucket, so the request sawtooth vanishes. A process is
+// warming up until its floors have stopped rising for a short window (or MaxWarmUp).
+// Growth is a robust line (Siegel's repeated median, then least squares on its
+// inliers) through the floors' lower envelope: the envelope is as wide as the longest
+// rise the series has shown it gives back (a garbage collector's cycle, a burst), so a
+// bounded sawtooth is judged on its troughs. A series grows when that line rises at
+// MinRate or more with R² of MinFit and at least three new highs; or when its floor has
+// risen in each of the last three buckets at FastRate or more over a quiet floor; or,
+// for very slow leaks, when the long window's envelope rises at SlowRate or more
+// without slowing down. Growth ends as soon as the judged window no longer shows it.
 package trend
 
 import (
@@ -31,15 +36,29 @@ import (
 type Config struct {
 	// Bucket is the width of the buckets whose floor (minimum) is fitted.
 	Bucket time.Duration
-	// ShortWindow and LongWindow are the spans of the two least-squares fits. The long
-	// window also bounds the memory kept per series (LongWindow/Bucket floors).
+	// ShortWindow and LongWindow are the spans of the two fits. The long window also
+	// bounds the memory kept per series (LongWindow/Bucket floors).
 	ShortWindow time.Duration
 	LongWindow  time.Duration
-	// WarmUp is how long after a series first appears its verdict is warming_up: model
-	// loading, first-shape kernels and the allocator cache all grow then, legitimately.
+	// WarmUp is the least time after a series first appears during which its verdict is
+	// warming_up: model loading, first-shape kernels and the allocator cache all grow
+	// then, legitimately. The warm-up then lasts until the floors have been flat for a
+	// short window, at most MaxWarmUp.
 	WarmUp time.Duration
-	// MinRate is the slope, in bytes per second, below which growth is ignored.
+	// MaxWarmUp bounds the warm-up: a process still filling after it is judged like any
+	// other. (A smooth, steady rise ends the warm-up earlier: see docs/leak-detection.md.)
+	// 0 means six warm-ups; it is never less than WarmUp.
+	MaxWarmUp time.Duration
+	// MinRate is the slope, in bytes per second, below which growth is ignored by the
+	// short window.
 	MinRate float64
+	// FastRate is the rise per second, in each of three consecutive buckets over a quiet
+	// floor, that is growth on its own (the fast rule: a steep leak flagged within two
+	// minutes).
+	FastRate float64
+	// SlowRate is the slope the long window's envelope needs for a very slow leak, below
+	// MinRate.
+	SlowRate float64
 	// MinFit is the R² (0..1) a slope needs to count as growth rather than steps/noise.
 	MinFit float64
 	// MinDuration is how long growth must persist before a leak-type verdict.
@@ -49,8 +68,8 @@ type Config struct {
 	MaxKeys int
 }
 
-// DefaultMaxKeys is MaxKeys' default. A history costs about 12 KB (README, "What it
-// costs"), so the bound is some 25 MB at the worst; a node has a few hundred GPU
+// DefaultMaxKeys is MaxKeys' default. A history costs about 16 KB (README, "What it
+// costs"), so the bound is some 32 MB at the worst; a node has a few hundred GPU
 // processes at most (a few dozen per GPU under MPS).
 const DefaultMaxKeys = 2048
 
@@ -59,18 +78,24 @@ const MiBPerMinute = api.MiBPerMinute
 
 // DefaultConfig returns the defaults measured on the evaluation suite
 // (docs/leak-detection.md): a 10-minute short window catches every leak ≥ 1 MiB/min
-// within 10 minutes of onset (15 minutes took 11–13); MinFit 0.85 rather than 0.8 is
-// what keeps a slowly creeping cache, seen through NVML alone, from passing as a leak;
-// MinRate 0.5 MiB/min so that a 1 MiB/min leak clears it before the window is full of
-// it; MinDuration 0 because R² already demands growth across most of the window, and
-// every extra minute was a minute of delay with no false alarm removed.
+// within 10 minutes of onset; MinFit 0.85 keeps a staircase of two steps from passing as
+// a line; MinRate 0.5 MiB/min so that a 1 MiB/min leak clears it before the window is
+// full of it; MaxWarmUp 1 h because caches that fill in steps were seen to do so for up
+// to half an hour after start (MaxWarmUp 0: six warm-ups); FastRate 50 MiB/min, half the 100 MiB/min that must be
+// flagged within two minutes, so that bucket phase and noise do not push such a leak
+// under it; SlowRate 0.2 MiB/min so that a 0.3 MiB/min leak (430 MiB a day) clears it
+// within the long window; MinDuration 0 because the fits already demand growth across
+// most of the window.
 func DefaultConfig() Config {
 	return Config{
 		Bucket:      30 * time.Second,
 		ShortWindow: 10 * time.Minute,
 		LongWindow:  2 * time.Hour,
 		WarmUp:      10 * time.Minute,
+		MaxWarmUp:   0, // six warm-ups: 1 h
 		MinRate:     0.5 * MiBPerMinute,
+		FastRate:    50 * MiBPerMinute,
+		SlowRate:    0.2 * MiBPerMinute,
 		MinFit:      0.85,
 		MinDuration: 0,
 		MaxKeys:     DefaultMaxKeys,
@@ -83,61 +108,30 @@ const maxBuckets = 100_000
 // minPoints is how many floors a window needs before its slope means anything.
 const minPoints = 5
 
+// minHighs is how many new highs (rises above the last high by twice the noise) the
+// judged window needs before its line counts: the best two-step staircase fits a line
+// at R² 0.889, above MinFit, while three steps in a short window are a staircase that
+// keeps going.
+const minHighs = 3
+
 // MinWindowBuckets is the fewest buckets Check accepts in a window, for help texts.
 const MinWindowBuckets = minPoints
 
-// The fast window: the newest fastFraction of the short window, fitted alongside it
-// from its own running sums. A leak that rises fast draws a clean line long before the
-// short window is full of it (a hockey stick in the short window only reaches MinFit
-// once about two thirds of the window is line), so growth may also start on the fast
-// window when its slope is at least fastRateFactor × MinRate, its fit carries the same
-// evidence as MinFit does on the short window (fastFit), and the short window agrees at
-// the hysteresis level (slope ≥ MinRate, R² ≥ MinFit − 0.2). Slow leaks and staircases
-// still need the short or the long window. Measured (docs/leak-detection.md): the median
-// detection delay drops from 6m30s to 5m15s with no false alarm, and fractions from 0.3
-// to 0.6 of the short window, at rate factors 1 to 8, raise none either. Costs one more
-// set of running sums per series. Variables only so that the sensitivity test can sweep
-// them.
-var (
-	fastFraction   = 0.5
-	fastRateFactor = 2.0
-)
-
-// usedOnlyMinHighs is how many new highs (floors above every older floor of the
-// window) the used floor of a process that pushes no allocator stats needs, in the window
-// whose fit qualified, before it may start growing. Such a series is NVML's used bytes:
-// the allocator cache's high-water mark, which creeps up in rare steps as rarer, larger
-// requests arrive long after the warm-up. Least squares cannot tell two steps from a
-// line at MinFit 0.85: the best two-step staircase of 20 floors scores R² 0.889, three
-// steps 0.94. Measured on 20 other seeds of the suite (docs/leak-detection.md): 3 halves
-// the false alarms on used-only traces without slowing the used-only leak; 4 removes
-// more but doubles the number of used-only leaks flagged later than 15 minutes.
-var usedOnlyMinHighs int64 = 3
-
-// fastFit is the R² the fast window needs to carry the same evidence as fit does on the
-// short window: the same t statistic of the slope, t² = (n−2)·R²/(1−R²), from fewer
-// points. With the defaults (20 and 10 floors) MinFit 0.85 becomes 0.927; without it, a
-// fast window of 8 floors fitted the 64 MiB floor jitter of heavy_noise at R² 0.85.
-func (e *Engine) fastFit(fit float64) float64 {
-	nf := float64(fastBuckets(e.cfg))
-	if fit >= 1 || nf <= 2 {
-		return fit
+// maxWarmUp is the warm-up's bound in force: MaxWarmUp, or six warm-ups when it is 0,
+// never less than WarmUp.
+func (c Config) maxWarmUp() time.Duration {
+	m := c.MaxWarmUp
+	if m == 0 {
+		m = warmUpsInMax * c.WarmUp
 	}
-	ns := float64(e.cfg.ShortWindow / e.cfg.Bucket)
-	q := fit / (1 - fit) * (ns - 2) / (nf - 2)
-	return q / (1 + q)
+	return max(m, c.WarmUp)
 }
 
-// fastBuckets is the fast window's length in buckets, 0 when it would be too short to
-// fit or no shorter than the short window.
-func fastBuckets(cfg Config) int64 {
-	short := int64(cfg.ShortWindow / cfg.Bucket)
-	n := int64(float64(short) * fastFraction)
-	if n < minPoints || n >= short {
-		return 0
-	}
-	return n
-}
+// warmUpsInMax is how many warm-ups the warm-up may last by default (MaxWarmUp 0): an
+// hour at the defaults, which covers caches seen filling in steps for half an hour after
+// start, and scaled with WarmUp so that settings scaled down for a short trace scale the
+// bound too.
+const warmUpsInMax = 6
 
 // Check reports every setting of c the engine cannot run with, one call per problem.
 // field is the Config field's name; problem says what is wrong and what to use without
@@ -179,11 +173,20 @@ func (c Config) Check(report func(field, problem string)) {
 	if c.WarmUp < 0 {
 		report("WarmUp", fmt.Sprintf("%s is negative; use 0 to turn warm-up off, or a duration like %q", fmtDuration(c.WarmUp), fmtDuration(def.WarmUp)))
 	}
+	if c.MaxWarmUp < 0 {
+		report("MaxWarmUp", fmt.Sprintf("%s is negative; use 0 (the default: six warm-ups) or a duration like \"1h\"", fmtDuration(c.MaxWarmUp)))
+	}
 	switch {
 	case !(c.MinRate > 0):
 		report("MinRate", fmt.Sprintf("%g bytes per second would call any growth a leak; use a positive rate, like %.0f (about the default, 0.5 MiB per minute)", c.MinRate, def.MinRate))
 	case math.IsInf(c.MinRate, 0):
 		report("MinRate", fmt.Sprintf("%g bytes per second would never call growth a leak; use a finite rate, like %.0f (about the default, 0.5 MiB per minute)", c.MinRate, def.MinRate))
+	}
+	if !(c.FastRate > 0) || math.IsInf(c.FastRate, 0) || (c.MinRate > 0 && c.FastRate < c.MinRate) {
+		report("FastRate", fmt.Sprintf("%g bytes per second is out of range; use a finite rate no lower than the minimum rate, like %.0f (the default, 50 MiB per minute)", c.FastRate, def.FastRate))
+	}
+	if !(c.SlowRate > 0) || (c.MinRate > 0 && c.SlowRate > c.MinRate) {
+		report("SlowRate", fmt.Sprintf("%g bytes per second is out of range; use a positive rate no higher than the minimum rate, like %.0f (the default, 0.2 MiB per minute)", c.SlowRate, def.SlowRate))
 	}
 	if !(c.MinFit >= 0 && c.MinFit <= 1) {
 		report("MinFit", fmt.Sprintf("%g is out of range; use 0 to 1", c.MinFit))
@@ -298,11 +301,14 @@ type Result struct {
 	Reason  string // one short sentence: why this verdict
 }
 
-// GPUResult is the current state of one GPU. ExhaustionValid is false (and the
-// exhaustion metric absent) until the GPU has been observed for WarmUp, and then unless
-// its used floor is growing by the rules a process's series follows (slope ≥ MinRate
-// with R² ≥ MinFit on the short, fast or long window, kept with hysteresis): a forecast
-// from a warm-up step, a flat or a noisy series would be a random number.
+// GPUResult is the current state of one GPU. The exhaustion forecast comes from what
+// grows: while a process on the GPU has a leak or unattributed_growth verdict,
+// ExhaustionSeconds is the memory left to it (the GPU's free bytes plus what the
+// processes' allocator caches hold and can give back) over the sum of the growing
+// processes' slopes. Otherwise ExhaustionValid is false and the exhaustion metric
+// absent: a forecast from a warm-up step, a flushed cache or a sawtooth would be a
+// random number. A GPU on which no process was ever seen is forecast from its own used
+// floor, judged like a process that pushes nothing.
 type GPUResult struct {
 	Growth            []Growth // series "used"
 	ExhaustionSeconds float64
@@ -325,30 +331,57 @@ type procKey struct {
 	uuid string
 }
 
-// growth state of one column: hysteresis so that a step-like leak whose fit wobbles
-// around MinFit is not re-armed (and its MinDuration restarted) on every wobble.
+// rule says which rule started a column's growth; each keeps it differently.
+type rule uint8
+
+const (
+	ruleNone rule = iota
+	ruleShort
+	ruleFast
+	ruleSlow
+)
+
+// growState is one column's growth: which rule started it, when, and at what slope.
 type growState struct {
-	growing bool
-	since   time.Time
-	slope   float64 // bytes/s, of the window that qualified
-	fit     float64
-	span    int64 // buckets of the window that qualified
+	rule  rule
+	since time.Time
+	slope float64 // bytes/s
+	fit   float64
+	line  bool // it started as a line (most buckets rising), not a staircase
 }
+
+// probation is how many short windows after the warm-up a staircase must also persist
+// for a short window before it pages (see judge).
+const probation = 2
+
+func (g growState) growing() bool { return g.rule != ruleNone }
 
 type process struct {
 	start       uint64
 	first, last time.Time
 	h           *history
 	grow        [numCols]growState
+	settled     bool  // the warm-up is over
+	settledAt   int64 // the bucket it ended in: the long-window rules start there
+	settledFlat bool  // it ended because the floors went flat (probation applies)
 	res         Result
 }
 
 type gpu struct {
+	uuid        string
 	first, last time.Time
 	h           *history
 	used, total float64
 	growth      []Growth
-	grow        growState
+	// Without processes (none ever seen on this GPU), the GPU's own used floor is judged
+	// like a process that pushes nothing.
+	procsSeen bool
+	settled   bool
+	settledAt int64
+	left      float64 // memory left for what grows, at the last close (see Engine.left)
+	leftOK    bool
+	grow      growState
+	res       GPUResult
 }
 
 // Engine holds the histories of every (pid, uuid) and every GPU.
@@ -357,8 +390,17 @@ type Engine struct {
 	procs map[procKey]*process
 	gpus  map[string]*gpu
 	vals  [numCols]float64 // scratch, so Observe does not allocate
+	sc    analysisScratch
 	// refused counts samples of new keys not tracked because MaxKeys were held.
-	refused uint64
+	refused  uint64
+	signCrit []int // signCritical(n) for the windows' sizes
+}
+
+// analysisScratch holds the buffers of analyze and its fits.
+type analysisScratch struct {
+	scratch
+	x, p, f, d, env, bx, by, jx, jy, s []float64
+	dq                                 []int
 }
 
 // NewEngine validates cfg and returns an empty engine.
@@ -366,7 +408,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, procs: map[procKey]*process{}, gpus: map[string]*gpu{}}, nil
+	e := &Engine{cfg: cfg, procs: map[procKey]*process{}, gpus: map[string]*gpu{}}
+	e.signCrit = make([]int, cfg.LongWindow/cfg.Bucket+1)
+	for n := range e.signCrit {
+		e.signCrit[n] = signCritical(n)
+	}
+	return e, nil
 }
 
 // Config returns the engine's configuration.
@@ -406,10 +453,13 @@ func (e *Engine) TryObserve(s Sample) (Result, bool) {
 	if p == nil {
 		p = &process{h: newHistory(e.cfg, numCols)}
 		e.procs[k] = p
+		if g := e.gpus[s.Key.UUID]; g != nil {
+			g.procsSeen = true
+		}
 	}
 	if p.first.IsZero() {
 		p.start, p.first = s.Key.Start, s.T
-		p.res = Result{Verdict: WarmingUp, Since: s.T, Reason: e.warmUpReason(0)}
+		p.res = Result{Verdict: WarmingUp, Since: s.T, Reason: e.warmUpReason(0, false)}
 	}
 	if s.T.After(p.last) {
 		p.last = s.T
@@ -430,7 +480,7 @@ func (e *Engine) TryObserve(s Sample) (Result, bool) {
 		v[colUnattributed] = s.Used - s.Reserved
 	}
 	if b, closed := p.h.add(s.T, v[:]); closed {
-		e.judge(p, p.h.bucketEnd(b))
+		e.judge(p, s.Key.UUID, p.h.bucketEnd(b))
 	}
 	return p.res, true
 }
@@ -449,7 +499,13 @@ func (e *Engine) Result(k Key) (Result, bool) {
 func (e *Engine) ObserveGPU(s GPUSample) GPUResult {
 	g := e.gpus[s.UUID]
 	if g == nil {
-		g = &gpu{first: s.T, h: newHistory(e.cfg, 1)}
+		g = &gpu{uuid: s.UUID, first: s.T, h: newHistory(e.cfg, 1)}
+		for k := range e.procs {
+			if k.uuid == s.UUID {
+				g.procsSeen = true
+				break
+			}
+		}
 		e.gpus[s.UUID] = g
 	}
 	if s.T.After(g.last) {
@@ -460,7 +516,7 @@ func (e *Engine) ObserveGPU(s GPUSample) GPUResult {
 	if b, closed := g.h.add(s.T, e.vals[:1]); closed {
 		e.judgeGPU(g, g.h.bucketEnd(b))
 	}
-	return e.gpuResult(g)
+	return g.res
 }
 
 // GPU returns the current result of a GPU.
@@ -469,37 +525,7 @@ func (e *Engine) GPU(uuid string) (GPUResult, bool) {
 	if g == nil {
 		return GPUResult{}, false
 	}
-	return e.gpuResult(g), true
-}
-
-// judgeGPU recomputes a GPU's growth at the close of a bucket. The used series is
-// tracked like a process's (the same windows, thresholds and hysteresis), after the
-// same warm-up: a GPU whose servers are filling their caches grows in steps for the
-// first minutes, and a forecast from those steps would page on every deployment.
-func (e *Engine) judgeGPU(g *gpu, now time.Time) {
-	short, long := e.growth(g.h, 0, SeriesUsed, WindowShort), e.growth(g.h, 0, SeriesUsed, WindowLong)
-	g.growth = []Growth{short, long}
-	if now.Sub(g.first) < e.cfg.WarmUp {
-		g.grow = growState{}
-		return
-	}
-	var fast Growth
-	if g.h.fast != nil {
-		fast = e.fit(g.h, &g.h.fast[0])
-	}
-	e.track(&g.grow, g.h.short[0].n >= minPoints, short, fast, long, g.h.longSpan(0), now)
-}
-
-// gpuResult forecasts exhaustion while the GPU's used floor is growing (after the
-// warm-up, by the process rules: see judgeGPU), at the slope of the window that
-// qualified (short, fast or long).
-func (e *Engine) gpuResult(g *gpu) GPUResult {
-	r := GPUResult{Growth: g.growth}
-	if gr := &g.grow; gr.growing && gr.slope > 0 && g.total > 0 {
-		r.ExhaustionSeconds = math.Max(g.total-g.used, 0) / gr.slope
-		r.ExhaustionValid = true
-	}
-	return r
+	return g.res, true
 }
 
 // Sweep forgets every process and GPU not observed for idle before now: the process is
@@ -521,74 +547,97 @@ func (e *Engine) Sweep(now time.Time, idle time.Duration) {
 // Len reports how many (pid, uuid) and GPU histories the engine holds.
 func (e *Engine) Len() (processes, gpus int) { return len(e.procs), len(e.gpus) }
 
-func (e *Engine) growth(h *history, c int, series, window string) Growth {
-	w := &h.short[c]
-	if window == WindowLong {
-		w = &h.long[c]
-	}
-	g := e.fit(h, w)
-	g.Series, g.Window = series, window
-	return g
-}
-
-// fit is the slope in bytes per second and the R² of one window's sums.
-func (e *Engine) fit(h *history, w *lsq) Growth {
-	slope, fit := w.fit()
-	return Growth{BytesPerSecond: slope / h.bucket.Seconds(), Fit: fit, Valid: w.n >= minPoints}
+// exported turns a robust fit into the exported slope (bytes per second) and fit.
+func (e *Engine) exported(f fitResult, series, window string) Growth {
+	return Growth{Series: series, Window: window, BytesPerSecond: f.slope / e.cfg.Bucket.Seconds(), Fit: f.r2, Valid: f.ok}
 }
 
 // judge recomputes a process's growth and verdict at the close of a bucket.
-func (e *Engine) judge(p *process, now time.Time) {
+func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	cfg := &e.cfg
-	var present [numCols]bool
+	var views [numCols]view
 	growth := make([]Growth, 0, 2*numCols)
-	var short, long, fast [numCols]Growth
+	since := int64(math.MaxInt64)
+	if p.settled {
+		since = p.settledAt
+	}
+	_, pushing := p.h.latest(colAllocated)
+	needSmooth := !p.settled && now.Sub(p.first) >= cfg.WarmUp+cfg.ShortWindow
 	for c := range numCols {
-		present[c] = p.h.short[c].n >= minPoints
-		if p.h.long[c].n == 0 {
+		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth)
+		if views[c].short.n == 0 {
 			continue
 		}
-		short[c] = e.growth(p.h, c, colNames[c], WindowShort)
-		long[c] = e.growth(p.h, c, colNames[c], WindowLong)
-		if p.h.fast != nil {
-			fast[c] = e.fit(p.h, &p.h.fast[c])
-		}
-		growth = append(growth, short[c], long[c])
+		growth = append(growth, e.exported(views[c].short, colNames[c], WindowShort), e.exported(views[c].long, colNames[c], WindowLong))
+	}
+	pushing = views[colAllocated].present
+	paging := []int{colUsed}
+	if pushing {
+		paging = []int{colAllocated, colUnattributed}
 	}
 
 	age := now.Sub(p.first)
-	if age < cfg.WarmUp {
+	left, haveLeft := e.memoryLeft(uuid)
+	urgent := func(v *view) bool {
+		return haveLeft && v.fastRate > 0 && left < v.fastRate*cfg.ShortWindow.Seconds()
+	}
+	if !p.settled {
+		for _, c := range paging {
+			v := &views[c]
+			steep := v.fast || (v.cont && v.judge.ok && v.judge.slope/cfg.Bucket.Seconds() >= cfg.FastRate)
+			if age >= cfg.WarmUp && steep && urgent(v) {
+				// A steep rise (the fast rule, or a short window rising at FastRate and still
+				// going) that would run the GPU out within a short window ends the warm-up:
+				// waiting for the floors to go flat would wait for the OOM.
+				p.settled, p.settledAt = true, p.h.last
+			}
+		}
+		if why := e.warmUpOver(age, views, paging); !p.settled && why != stillWarm {
+			p.settled, p.settledAt, p.settledFlat = true, p.h.last, why == endFlat
+		}
+	}
+	if !p.settled {
 		// Growth is not tracked during warm-up: the warm-up's own steps would otherwise
-		// arm the growth state and carry it past the end of the warm-up.
+		// arm the growth state and carry it past its end.
 		p.grow = [numCols]growState{}
-		e.setVerdict(p, now, WarmingUp, e.warmUpReason(age), growth)
+		e.setVerdict(p, now, WarmingUp, e.warmUpReason(age, age >= cfg.WarmUp), growth)
 		return
 	}
 
 	for c := range numCols {
-		wasGrowing := p.grow[c].growing
-		e.track(&p.grow[c], present[c], short[c], fast[c], long[c], p.h.longSpan(c), now)
-		if c == colUsed && !present[colAllocated] && !wasGrowing && p.grow[c].growing &&
-			p.h.highs(c, p.grow[c].span) < usedOnlyMinHighs {
-			// NVML's view of a process without allocator stats: the caching allocator's
-			// high-water mark steps up now and then as rarer, larger requests arrive, and
-			// two steps in a window reach R² 0.889. Growth must be made of at least
-			// usedOnlyMinHighs new highs of the window that qualified.
-			p.grow[c] = growState{}
+		v := &views[c]
+		if !pushing && c == colUsed {
+			// NVML's used holds the allocator cache's high-water mark, which creeps up
+			// ever more rarely long after the warm-up: over the long window that is a
+			// slow staircase, like a slow leak. The slow rule is for allocator stats.
+			v.envLong.ok = false
 		}
+		e.track(&p.grow[c], v, now, urgent(v))
 	}
+	settledAt := p.h.bucketEnd(p.settledAt)
 	sustained := func(c int) bool {
 		g := &p.grow[c]
-		return present[c] && g.growing && now.Sub(g.since) >= cfg.MinDuration
+		if !views[c].present || !g.growing() {
+			return false
+		}
+		need := cfg.MinDuration
+		if p.settledFlat && g.rule == ruleShort && !g.line && g.since.Sub(settledAt) < probation*cfg.ShortWindow {
+			// Probation: a young process whose floors go up in steps again soon after
+			// its warm-up ended is more likely still filling its caches (an adapter
+			// loaded on demand after a pause) than leaking; such a staircase must keep
+			// going for a short window before it pages. A line does not wait.
+			need = max(need, cfg.ShortWindow)
+		}
+		return now.Sub(g.since) >= need
 	}
-	allocFlat := !p.grow[colAllocated].growing
+	allocFlat := !p.grow[colAllocated].growing()
 
 	var v Verdict
 	var reason string
 	switch {
-	case present[colAllocated] && sustained(colAllocated):
+	case pushing && sustained(colAllocated):
 		v, reason = Leak, growthReason("allocated floor", p.grow[colAllocated], now)
-	case !present[colAllocated] && sustained(colUsed):
+	case !pushing && sustained(colUsed):
 		v, reason = Leak, growthReason("used floor", p.grow[colUsed], now)+"; the process pushes no allocator stats, so this is NVML's view"
 	case allocFlat && sustained(colUnattributed):
 		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
@@ -604,57 +653,263 @@ func (e *Engine) judge(p *process, now time.Time) {
 	e.setVerdict(p, now, v, reason, growth)
 }
 
-// track updates one column's growth state. A series starts growing when either window
-// shows slope ≥ MinRate with R² ≥ MinFit (the long window only once it spans two short
-// windows, so it adds evidence rather than repeating the short one), or the fast window
-// shows slope ≥ fastRateFactor × MinRate with R² ≥ fastFit(MinFit) while the short window
-// agrees at the relaxed level; it keeps growing while the slopes stay above half of that
-// and R² above MinFit − 0.2 (fastFit of that on the fast window).
-func (e *Engine) track(g *growState, present bool, short, fast, long Growth, longSpan time.Duration, now time.Time) {
+// warmUpOver decides whether a process's warm-up has ended: not before WarmUp; then
+// once every paging series (allocated and unattributed, or NVML's used for a process
+// that pushes nothing) has been flat for a short window: the floor stopped rising, so a
+// cache that fills in steps for half an hour is not judged while it fills; or once a
+// paging series rises smoothly and at a steady pace (a sign test: it rises in most
+// buckets, unlike a staircase, and it does not slow down, unlike a filling cache) for
+// two short windows after WarmUp: a leak from the first request; at the latest at
+// MaxWarmUp. Two windows, because a fresh CUDA context loads modules smoothly for two
+// or three minutes of real time whatever the settings.
+func (e *Engine) warmUpOver(age time.Duration, views [numCols]view, paging []int) warmUpEnd {
 	cfg := &e.cfg
-	qual := func(gr Growth, rate, fit float64) bool {
-		return gr.Valid && gr.BytesPerSecond >= rate && gr.Fit >= fit
+	if age < cfg.WarmUp {
+		return stillWarm
 	}
-	longOK := longSpan >= 2*cfg.ShortWindow
-	if !present {
+	if age >= cfg.maxWarmUp() {
+		return endBound
+	}
+	flat := true
+	for _, c := range paging {
+		if v := &views[c]; v.present && !v.settled {
+			flat = false
+		}
+	}
+	if flat {
+		return endFlat
+	}
+	if age >= cfg.WarmUp+cfg.ShortWindow {
+		for _, c := range paging {
+			v := &views[c]
+			if v.present && v.smooth && e.qualifies(v.judge) {
+				return endSmooth
+			}
+		}
+	}
+	return stillWarm
+}
+
+// warmUpEnd says whether, and why, a warm-up ended.
+type warmUpEnd uint8
+
+const (
+	stillWarm warmUpEnd = iota
+	endFlat             // the floors went flat
+	endSmooth           // a smooth, steady rise: a leak from the start
+	endBound            // MaxWarmUp
+)
+
+// qualifies is the short rule: the judged window's robust line rises at MinRate or
+// more, with R² of MinFit, at least minHighs new highs, and most points on it.
+func (e *Engine) qualifies(f fitResult) bool {
+	b := e.cfg.Bucket.Seconds()
+	return f.ok && f.slope/b >= e.cfg.MinRate && f.r2 >= e.cfg.MinFit && f.highs >= minHighs && 2*f.inliers >= f.n
+}
+
+// track updates one column's growth state at a bucket close. Growth starts by one of
+// three rules (see the package comment) and is kept while the rule that started it, or
+// the short rule at the hysteresis level (half the rate, R² MinFit − 0.2, no new highs
+// needed), still holds. Nothing keeps growth alive on the long window alone when the
+// judged window has gone flat: a verdict returns to steady within about one short
+// window of the floor stopping.
+//
+// The fast rule starts growth only when urgent: at the pace of the rise, the memory left
+// on the GPU lasts less than a short window, so waiting for the short rule would mean
+// paging after the out-of-memory error. A saturated server's floor rises with its load
+// for a minute or two exactly like a steep leak, and drops back (measured: without this
+// condition the fast rule paged on 52 of 100 saturated bursts): on a roomy GPU waiting
+// for the short window costs a few minutes, a false page costs the alert.
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
+	cfg := &e.cfg
+	b := cfg.Bucket.Seconds()
+	if !v.present {
 		*g = growState{}
 		return
 	}
-	rate, fit := cfg.MinRate, cfg.MinFit
-	if g.growing {
-		rate, fit = cfg.MinRate/2, cfg.MinFit-0.2
+	relaxed := v.judge.ok && v.judge.slope/b >= cfg.MinRate/2 && v.judge.r2 >= cfg.MinFit-0.2
+	// The slow rule needs half the long window since the warm-up: it is for growth the
+	// short window cannot resolve, which can wait, and the late steps of a cache that
+	// resumed filling after its warm-up fit a line over half an hour too (measured: a
+	// TensorRT-style staircase paged after 30 minutes).
+	longOK := v.longSpan >= int64(cfg.LongWindow/cfg.Bucket/2)
+	// The slow rule: the long window since the warm-up rises at rate with R² fit,
+	// without slowing down, by more than sig, and its newest quarter still rises.
+	slowOK := func(rate, fit float64) bool {
+		f := v.envLong
+		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && !v.decel && f.rise >= v.sig &&
+			v.recent.ok && v.recent.slope/b >= rate/2
 	}
-	var best Growth
-	span := int64(cfg.ShortWindow / cfg.Bucket)
+	if g.growing() {
+		keep := relaxed
+		switch g.rule {
+		case ruleFast:
+			keep = keep || v.cont
+		case ruleSlow:
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2)
+		}
+		if !keep {
+			*g = growState{}
+			return
+		}
+		// The slope the forecast uses: while the floor still rises fast, the pace of its
+		// newest buckets (the judged window lags behind a steep leak); otherwise the
+		// judged window's, or the long window's for a slow leak.
+		switch {
+		case v.cont && g.rule == ruleFast:
+			g.slope = math.Max(v.fastRate, v.judge.slope/b)
+		case relaxed:
+			g.slope, g.fit = v.judge.slope/b, v.judge.r2
+		case g.rule == ruleSlow:
+			g.slope, g.fit = v.envLong.slope/b, v.envLong.r2
+		}
+		return
+	}
 	switch {
-	case qual(short, rate, fit):
-		best = short
-	case qual(fast, fastRateFactor*rate, e.fastFit(fit)) && (g.growing || qual(short, rate, fit-0.2)):
-		// The short window must agree at the level that keeps a growing series growing:
-		// five minutes of floors can line up by chance in heavy noise (measured on other
-		// seeds of heavy_noise, at R² 0.94–0.97), the ten minutes around them do not.
-		best, span = fast, fastBuckets(*cfg)
-	case longOK && qual(long, rate, fit):
-		best, span = long, int64(longSpan/cfg.Bucket)+1
-	default:
-		*g = growState{}
+	case v.fast && urgent:
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
+	case e.qualifies(v.judge):
+		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
+	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs:
+		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
+	}
+}
+
+// judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
+func (e *Engine) judgeGPU(g *gpu, now time.Time) {
+	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+e.cfg.ShortWindow)
+	g.growth = []Growth{e.exported(v.short, SeriesUsed, WindowShort), e.exported(v.long, SeriesUsed, WindowLong)}
+	g.res = GPUResult{Growth: g.growth}
+	if g.procsSeen {
+		e.forecastFromProcesses(g, now)
 		return
 	}
-	if !g.growing {
-		g.growing, g.since = true, now
+	// No process was ever seen on this GPU (no NVML process list): its used floor is all
+	// there is, judged like a process that pushes nothing.
+	age := now.Sub(g.first)
+	if !g.settled {
+		var views [numCols]view
+		views[colUsed] = v
+		if e.warmUpOver(age, views, []int{colUsed}) != stillWarm {
+			g.settled, g.settledAt = true, g.h.last
+		}
 	}
-	g.slope, g.fit, g.span = best.BytesPerSecond, best.Fit, span
+	if g.settled {
+		v = e.analyze(g.h, 0, g.settledAt, true, false)
+	}
+	if !g.settled {
+		g.grow = growState{}
+		return
+	}
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds())
+	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
+		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
+		g.res.ExhaustionValid = true
+	}
+}
+
+// forecastFromProcesses forecasts a GPU's exhaustion from the processes on it: the rate
+// is the sum of the slopes of those whose verdict pages (the series that grows: the
+// allocated floor of a leak, memory outside the allocator, or NVML's used floor of a
+// process that pushes nothing) over the memory left (see memoryLeft).
+func (e *Engine) forecastFromProcesses(g *gpu, now time.Time) {
+	left, ok := e.left(g, now)
+	g.left, g.leftOK = left, ok
+	if !ok {
+		return
+	}
+	recent := now.Add(-2 * e.cfg.Bucket)
+	var rate float64
+	for k, p := range e.procs {
+		if k.uuid != g.uuid || p.last.Before(recent) {
+			continue
+		}
+		_, pushing := p.h.latest(colAllocated)
+		switch p.res.Verdict {
+		case Leak:
+			if pushing {
+				rate += p.grow[colAllocated].slope
+			} else {
+				rate += p.grow[colUsed].slope
+			}
+		case UnattributedGrowth:
+			rate += p.grow[colUnattributed].slope
+		}
+	}
+	if rate > 0 {
+		g.res.ExhaustionSeconds, g.res.ExhaustionValid = left/rate, true
+	}
+}
+
+// left is the memory a GPU has left for what grows: its total less what cannot be given
+// back: each process's allocated floor, room for its largest recent request, and memory
+// outside its allocator (its used floor if it pushes nothing), and the rest of the GPU's used floor that no process accounts
+// for (driver, processes NVML does not list). That is the free memory plus the
+// processes' allocator caches, which a caching allocator flushes before it fails, so it
+// does not swing as caches flush and regrow near a full GPU.
+func (e *Engine) left(g *gpu, now time.Time) (float64, bool) {
+	gpuFloor, ok := g.h.latest(0)
+	if !ok || g.total <= 0 {
+		return 0, false
+	}
+	recent := now.Add(-2 * e.cfg.Bucket)
+	var hard, used float64
+	for k, p := range e.procs {
+		if k.uuid != g.uuid || p.last.Before(recent) {
+			continue
+		}
+		a, hasA := p.h.latest(colAllocated)
+		u, hasU := p.h.latest(colUsed)
+		un, hasUn := p.h.latest(colUnattributed)
+		switch {
+		case hasA:
+			// Room for the largest request of the last short window too: the GPU is full
+			// when the next large request no longer fits, before the floor reaches it.
+			hard += a + p.h.maxSpread(colAllocated, int64(e.cfg.ShortWindow/e.cfg.Bucket))
+			if hasUn {
+				hard += math.Max(un, 0)
+			}
+		case hasU:
+			hard += u
+		}
+		if hasU {
+			used += u
+		}
+	}
+	other := math.Max(gpuFloor-used, 0)
+	return math.Max(g.total-other-hard, 0), true
+}
+
+// memoryLeft is left as of the GPU's last bucket close, for the fast rule's urgency.
+func (e *Engine) memoryLeft(uuid string) (float64, bool) {
+	g := e.gpus[uuid]
+	if g == nil || !g.leftOK {
+		return 0, false
+	}
+	return g.left, true
 }
 
 func growthReason(what string, g growState, now time.Time) string {
-	r := fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
+	var r string
+	switch g.rule {
+	case ruleFast:
+		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor", what, g.slope/MiBPerMinute, fastBuckets)
+	case ruleSlow:
+		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
+	default:
+		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
+	}
 	if d := now.Sub(g.since).Round(time.Second); d > 0 {
 		return r + " for " + d.String()
 	}
 	return r + ", just detected"
 }
 
-func (e *Engine) warmUpReason(age time.Duration) string {
+func (e *Engine) warmUpReason(age time.Duration, extended bool) string {
+	if extended {
+		return fmt.Sprintf("first seen %s ago; its floors are still rising (a cache filling, modules loading): verdicts start once they have been flat for %s, at the latest after %s",
+			age.Round(time.Second), fmtDuration(e.cfg.ShortWindow), fmtDuration(e.cfg.maxWarmUp()))
+	}
 	return fmt.Sprintf("first seen %s ago; verdicts start after the %s warm-up", age.Round(time.Second), e.cfg.WarmUp)
 }
 

@@ -1,14 +1,32 @@
 """A small PyTorch serving loop that reports through the real client (gpu-e2e phase 3).
 
-Modes (the three handlers of the leak-detection issue):
-  leak               keeps every output tensor in a global list (a classic leak)
+Modes: the look-alikes of issue 12 and their leaking twins, plus the three handlers the
+first real-GPU traces were recorded with.
+
   healthy            varying batch and sequence lengths under inference_mode; nothing kept
+  staircase          healthy, and an app-level cache that loads one 64 MiB item every 20 s
+                     for the first two minutes (adapters loaded on demand), then no more
+  burst              healthy, and from --onset a burst of long inputs that holds 1 GiB for
+                     --hold seconds, then lets it go
+  nvml_only          healthy, pushing nothing: the daemon sees NVML's used bytes only
+  slow_leak          healthy until --onset, then keeps --rate-mib MiB/min of outputs
+                     (20 by default) for good
+  fast_leak          healthy until --onset, then keeps --rate-mib MiB/min (400 by default)
+                     until --stop, then keeps what it holds: stopped long before the GPU
+                     is full
+  leak               keeps every output tensor in a global list from the first request
   no_inference_mode  no inference_mode/no_grad, and a running metric accumulated as a
                      tensor, so every request's autograd graph (activations) stays alive
 
-usage: serve_loop.py --mode MODE --socket PATH --seconds N [--rate 5]
+Writes a JSON line to --meta before serving: mode, pid, GPU uuid, the Unix times of the
+onset and stop of what it does (null when not applicable) and what the detector should
+say ("leak" or "none"), for scripts/gpu/verdicts.py.
+
+usage: serve_loop.py --mode MODE --socket PATH --seconds N [--onset S] [--stop S]
+                     [--hold S] [--rate-mib R] [--rate 5] [--meta FILE]
 """
 import argparse
+import json
 import os
 import random
 import sys
@@ -19,12 +37,23 @@ import torch  # noqa: E402
 
 import vram_exporter_client as vc  # noqa: E402
 
+MODES = ["healthy", "staircase", "burst", "nvml_only", "slow_leak", "fast_leak", "leak", "no_inference_mode"]
+MIB = 2**20
+
 ap = argparse.ArgumentParser()
-ap.add_argument("--mode", required=True, choices=["leak", "healthy", "no_inference_mode"])
+ap.add_argument("--mode", required=True, choices=MODES)
 ap.add_argument("--socket", required=True)
 ap.add_argument("--seconds", type=float, required=True)
+ap.add_argument("--onset", type=float, default=240.0, help="seconds after start: burst or leak onset")
+ap.add_argument("--stop", type=float, default=330.0, help="seconds after start: fast_leak stops growing")
+ap.add_argument("--hold", type=float, default=120.0, help="seconds the burst holds its memory")
+ap.add_argument("--rate-mib", type=float, default=None, help="leak rate, MiB per minute")
 ap.add_argument("--rate", type=float, default=5.0, help="requests per second")
+ap.add_argument("--meta", default="", help="write the loop's timeline (JSON) here")
 args = ap.parse_args()
+
+mode = args.mode
+rate_mib = args.rate_mib if args.rate_mib is not None else {"slow_leak": 20.0, "fast_leak": 400.0}.get(mode, 0.0)
 
 torch.manual_seed(0)
 rng = random.Random(1)
@@ -34,35 +63,82 @@ model = torch.nn.Sequential(
     torch.nn.Linear(hidden, 4 * hidden), torch.nn.GELU(), torch.nn.Linear(4 * hidden, hidden),
 ).to(dev, dtype=torch.bfloat16)
 
-reporter = vc.Reporter(socket_path=args.socket, interval=1.0,
-                       labels={"service": "gpu-e2e-" + args.mode.replace("_", "-"), "model": "mlp"},
-                       sources=[vc.torch_source()])
-reporter.start()
-
-kept = []
-running = None
 start = time.time()
+onset = stop = None
+expect = "none"
+if mode in ("slow_leak", "fast_leak"):
+    onset, expect = start + args.onset, "leak"
+    if mode == "fast_leak":
+        stop = start + args.stop
+elif mode == "burst":
+    onset, stop = start + args.onset, start + args.onset + args.hold
+elif mode == "staircase":
+    onset, stop = start + 30, start + 130
+elif mode in ("leak", "no_inference_mode"):
+    onset, expect = start, "leak"
+if args.meta:
+    with open(args.meta, "w") as f:
+        json.dump({"mode": mode, "pid": os.getpid(), "uuid": "GPU-" + str(torch.cuda.get_device_properties(0).uuid),
+                   "start": start, "onset": onset, "stop": stop, "expect": expect, "rate_mib_per_min": rate_mib}, f)
+        f.write("\n")
+
+reporter = None
+if mode != "nvml_only":
+    reporter = vc.Reporter(socket_path=args.socket, interval=1.0,
+                           labels={"service": "gpu-e2e-" + mode.replace("_", "-"), "model": "mlp"},
+                           sources=[vc.torch_source()])
+    reporter.start()
+
+kept = []       # what a leak keeps
+cache = []      # the staircase's items
+held = None     # the burst's memory
+running = None
+kept_bytes = 0.0
+last = start
 n = 0
-while time.time() - start < args.seconds:
+while True:
+    now = time.time()
+    el = now - start
+    if el >= args.seconds:
+        break
+    # What this mode holds besides the request itself.
+    if mode == "staircase" and 30 <= el < 131 and len(cache) < 1 + int((el - 30) // 20):
+        cache.append(torch.empty(64 * MIB, dtype=torch.uint8, device=dev).fill_(1))
+    if mode == "burst":
+        if held is None and onset <= now < stop:
+            held = torch.empty(1024 * MIB, dtype=torch.uint8, device=dev).fill_(1)
+        elif held is not None and now >= stop:
+            held = None
+    if mode in ("slow_leak", "fast_leak") and now >= onset and (stop is None or now < stop):
+        kept_bytes += rate_mib * MIB * (now - max(last, onset)) / 60.0
+        while kept_bytes >= MIB:  # keep it in 1 MiB tensors, as outputs kept per request
+            kept.append(torch.empty(MIB, dtype=torch.uint8, device=dev).fill_(1))
+            kept_bytes -= MIB
+    last = now
+
     batch = rng.choice([1, 2, 4, 8, 16])
-    seq = rng.choice([32, 64, 128, 256]) if args.mode == "healthy" else 32
-    if args.mode == "no_inference_mode":
+    seq = rng.choice([32, 64, 128, 256]) if mode != "leak" else 32
+    if mode == "no_inference_mode":
         batch, seq = 1, 8  # each kept graph holds ~0.3 MiB of activations: ~100 MiB/min
     x = torch.randn(batch, seq, hidden, device=dev, dtype=torch.bfloat16)
-    if args.mode == "no_inference_mode":
+    if mode == "no_inference_mode":
         out = model(x)
         score = out.float().pow(2).mean()
         running = score if running is None else running + score  # keeps every graph alive
     else:
         with torch.inference_mode():
             out = model(x)
-        if args.mode == "leak":
+        if mode == "leak":
             kept.append(out[:, :8].clone())  # outputs kept across requests
     torch.cuda.synchronize()
-    reporter.sample_now()  # request boundary: the cleanest allocated floor
+    if reporter is not None:
+        reporter.sample_now()  # request boundary: the cleanest allocated floor
     n += 1
     time.sleep(max(0.0, 1.0 / args.rate))
 s = torch.cuda.memory_stats(0)
+sent = reporter.sent if reporter is not None else 0
+dropped = reporter.dropped if reporter is not None else 0
 print("mode=%s requests=%d allocated=%d reserved=%d sent=%d dropped=%d" % (
-    args.mode, n, s["allocated_bytes.all.current"], s["reserved_bytes.all.current"], reporter.sent, reporter.dropped))
-reporter.stop()
+    mode, n, s["allocated_bytes.all.current"], s["reserved_bytes.all.current"], sent, dropped))
+if reporter is not None:
+    reporter.stop()

@@ -1,0 +1,310 @@
+package eval
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Class is a family of traces: one behaviour of a serving process, drawn anew for
+// every seed (sizes, timings, rates, cadence and the server's own shape), so that the
+// detector is measured on the behaviour and not on one trace of it. Look-alikes (Leak
+// false) must never raise leak or unattributed_growth; their twins (Leak true) are the
+// same behaviour with a leak in it, and must be flagged.
+type Class struct {
+	Name string
+	Note string
+	Leak bool
+	Make func(seed uint64) Spec
+}
+
+// server draws a healthy serving process: model weights, request activations, how busy
+// it is and how often it is sampled vary from seed to seed; the warm-up is what was
+// measured on an H200 (cache up in steps in the first minutes, CUDA context and library
+// workspaces 520 → ≈ 700 MiB).
+func server(r *rand.Rand, name string, seed uint64) Spec {
+	cadences := []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 5 * time.Second, 10 * time.Second}
+	return Spec{
+		Name: name, Seed: seed, Duration: 3 * time.Hour, Cadence: cadences[r.IntN(len(cadences))], Push: true,
+		AllocBase: 65 + float64(r.IntN(4))*4096*r.Float64(), ActPeak: 100 + 1900*r.Float64(), Busy: 0.2 + 0.6*r.Float64(),
+		FloorJit:  4 * r.Float64(),
+		CacheWarm: 200 + 700*r.Float64(), UnattrBase: 520, UnattrWarm: 120 + 100*r.Float64(),
+		WarmSpan: time.Duration(1+3*r.Float64()) * time.Minute,
+	}
+}
+
+func minutes(f float64) time.Duration { return time.Duration(f * float64(time.Minute)) }
+
+func uniform(r *rand.Rand, lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
+
+// staircase is n steps on col between start and start+span, their times as drawn by
+// pattern, each of size ≈ size (±spread).
+func staircase(r *rand.Rand, col Column, n int, start, span time.Duration, size, spread float64, pattern string) []Step {
+	at := make([]float64, n)
+	switch pattern {
+	case "regular": // contexts created one by one as their engines load
+		for i := range at {
+			at[i] = (float64(i) + 0.4*(r.Float64()-0.5)) / float64(n-1)
+		}
+	case "on_demand": // first use of n items of Zipf popularity: a coupon collector
+		for i := range at {
+			at[i] = r.ExpFloat64() * math.Pow(float64(i+1), 1.1)
+		}
+		m := slices.Max(at)
+		for i := range at {
+			at[i] /= m
+		}
+	default: // "decelerating": arrivals ever rarer, as rarer code paths are first hit
+		for i := range at {
+			u := r.Float64()
+			at[i] = u * u
+		}
+	}
+	out := make([]Step, n)
+	for i := range out {
+		f := math.Min(math.Max(at[i], 0), 1)
+		out[i] = Step{At: start + time.Duration(f*float64(span)), Size: size * (1 + spread*(2*r.Float64()-1)), Col: col}
+	}
+	slices.SortFunc(out, func(a, b Step) int { return int(a.At - b.At) })
+	return out
+}
+
+// unbounded continues a staircase after its span at its own mean pace: the twin of a
+// bounded fill, a cache that never stops filling. It returns the steps and their rate
+// in MiB/min.
+func unbounded(r *rand.Rand, steps []Step, from, until time.Duration) ([]Step, float64) {
+	first, last := steps[0].At, steps[len(steps)-1].At
+	var total float64
+	for _, s := range steps {
+		total += s.Size
+	}
+	every := (last - first) / time.Duration(len(steps))
+	if every < 10*time.Second {
+		every = 10 * time.Second
+	}
+	mean := total / float64(len(steps))
+	for t := from; t <= until; t += time.Duration(float64(every) * (0.5 + r.Float64())) {
+		steps = append(steps, Step{At: t, Size: mean * (0.8 + 0.4*r.Float64()), Col: steps[0].Col})
+	}
+	return steps, mean / every.Minutes()
+}
+
+// gcTimes are the collections of a gen-2 garbage collector whose cycle is drawn anew each
+// time between lo and hi minutes.
+func gcTimes(r *rand.Rand, lo, hi float64, until time.Duration) []time.Duration {
+	var out []time.Duration
+	for t := minutes(uniform(r, lo, hi)); t < until; t += minutes(uniform(r, lo, hi)) {
+		out = append(out, t)
+	}
+	return out
+}
+
+// classRand is the parameter stream of one class and seed.
+func classRand(seed uint64, class string) *rand.Rand {
+	var h uint64 = 1469598103934665603
+	for _, c := range class {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(seed, h))
+}
+
+// Classes returns the look-alike classes of issue 12, their leaking twins, and the
+// committed suite's own traces as classes (their seed varies, not their shape), in a
+// stable order.
+func Classes() []Class {
+	var out []Class
+	add := func(name, note string, leak bool, f func(r *rand.Rand, s *Spec)) {
+		out = append(out, Class{Name: name, Note: note, Leak: leak, Make: func(seed uint64) Spec {
+			r := classRand(seed, name)
+			s := server(r, name, seed)
+			f(r, &s)
+			return s
+		}})
+	}
+
+	// 1. Bounded staircases right after the warm-up, and the ones that never stop.
+	adapters := func(r *rand.Rand, s *Spec) time.Duration {
+		n, span, start := 6+r.IntN(19), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
+		s.Steps = staircase(r, ColAllocated, n, start, span, uniform(r, 16, 256), 0.1, "on_demand")
+		return start + span
+	}
+	add("stair_adapters", "LoRA adapters loaded on first use (Zipf popularity), 6–24 of 16–256 MiB over 15–30 min, then none", false,
+		func(r *rand.Rand, s *Spec) { adapters(r, s) })
+	add("stair_adapters_unbounded", "the same adapter cache never evicts and keeps loading at its own pace: a leak from the end of the look-alike's fill", true,
+		func(r *rand.Rand, s *Spec) {
+			end := adapters(r, s)
+			s.Leak, s.Onset = StairLeak, end
+			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+		})
+	trt := func(r *rand.Rand, s *Spec) time.Duration {
+		n, span, start := 3+r.IntN(6), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
+		s.Steps = staircase(r, ColUnattributed, n, start, span, uniform(r, 64, 512), 0.05, "regular")
+		return start + span
+	}
+	add("stair_trt_contexts", "TensorRT-style execution contexts created one by one outside the allocator: 3–8 of 64–512 MiB at regular intervals over 15–30 min", false,
+		func(r *rand.Rand, s *Spec) { trt(r, s) })
+	add("stair_trt_contexts_unbounded", "contexts keep being created at the same pace: unattributed growth from the end of the look-alike's fill", true,
+		func(r *rand.Rand, s *Spec) {
+			end := trt(r, s)
+			s.Leak, s.Onset = StairLeak, end
+			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+		})
+	kernels := func(r *rand.Rand, s *Spec) time.Duration {
+		n, span := 30+r.IntN(91), minutes(uniform(r, 15, 30))
+		s.Steps = staircase(r, ColUnattributed, n, 0, span, uniform(r, 1, 8), 0.5, "decelerating")
+		return span
+	}
+	add("stair_kernels", "lazily loaded modules and kernels: 30–120 steps of 1–8 MiB outside the allocator, ever rarer, over 15–30 min", false,
+		func(r *rand.Rand, s *Spec) { kernels(r, s) })
+	add("stair_kernels_unbounded", "module loads that never stop (a kernel compiled per new shape, forever)", true,
+		func(r *rand.Rand, s *Spec) {
+			end := kernels(r, s)
+			s.Leak, s.Onset = StairLeak, end
+			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+		})
+	usedOnly := func(r *rand.Rand, s *Spec) time.Duration {
+		s.Push = false
+		n, span := 8+r.IntN(25), minutes(uniform(r, 15, 30))
+		s.Steps = staircase(r, ColReserved, n, minutes(1), span, uniform(r, 2, 120), 0.8, "decelerating")
+		return minutes(1) + span
+	}
+	add("stair_used_only", "a process that pushes nothing: NVML sees its cache grow in 8–32 steps of 2–120 MiB, ever rarer, over 15–30 min", false,
+		func(r *rand.Rand, s *Spec) { usedOnly(r, s) })
+	add("stair_used_only_unbounded", "the same, never plateauing: a leak seen through NVML only", true,
+		func(r *rand.Rand, s *Spec) {
+			end := usedOnly(r, s)
+			s.Leak, s.Onset = StairLeak, end
+			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+		})
+
+	// 2. and 3. A gen-2 garbage collector's sawtooth, with and without a rising floor.
+	gc := func(r *rand.Rand, s *Spec) {
+		s.GCRate = uniform(r, 5, 60)
+		s.GCAt = gcTimes(r, 6, 14, s.Duration)
+	}
+	add("gc_sawtooth", "garbage of 5–60 MiB/min freed by the cyclic collector every 6–14 min: every ramp a clean line, no net growth", false, gc)
+	add("gc_sawtooth_rising_floor", "the same sawtooth over a leak of 1–20 MiB/min from minute 30–60: the floor after each collection rises", true,
+		func(r *rand.Rand, s *Spec) {
+			gc(r, s)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1, 20), minutes(uniform(r, 30, 60))
+		})
+
+	// 4. A saturated server: the floor rises with load for minutes, then drops back.
+	saturate := func(r *rand.Rand, s *Spec) {
+		n := 1 + r.IntN(3)
+		for i := range n {
+			at := minutes(uniform(r, 30, 60) + 45*float64(i))
+			s.Saturations = append(s.Saturations, Saturation{At: at, Dur: minutes(uniform(r, 2, 8)),
+				Peak: uniform(r, 512, 6144), Up: uniform(r, 0.2, 0.6)})
+		}
+	}
+	add("saturated_burst", "1–3 bursts of long inputs, 2–8 min each, the server never idle: the floor rises 0.2–4 GiB with load and drops back", false, saturate)
+	add("saturated_burst_leak", "the same bursts over a leak of 2–50 MiB/min that starts up to 10 min before the first", true,
+		func(r *rand.Rand, s *Spec) {
+			saturate(r, s)
+			s.Leak, s.Rate = LinearLeak, uniform(r, 2, 50)
+			s.Onset = s.Saturations[0].At - minutes(uniform(r, 0, 10))
+		})
+
+	// 5. A fresh process at the scaled settings of the real-GPU run: CUDA context and
+	// kernels grow 520 → ≈ 680 MiB over the first two minutes.
+	cuda := func(r *rand.Rand, s *Spec) {
+		s.Short, s.Duration, s.Cadence = true, 20*time.Minute, time.Second
+		s.UnattrWarm, s.CacheWarm, s.WarmSpan = 0, uniform(r, 100, 600), minutes(uniform(r, 0.5, 1.5))
+		n := 20 + r.IntN(41)
+		s.Steps = staircase(r, ColUnattributed, n, 0, minutes(uniform(r, 1.5, 2.5)), uniform(r, 120, 200)/float64(n), 0.6, "decelerating")
+	}
+	add("cuda_context_short", "scaled settings: a fresh CUDA context, 20–60 module loads outside the allocator adding 120–200 MiB over the first 1.5–2.5 min", false, cuda)
+	add("cuda_context_short_used_only", "the same fresh process, pushing nothing (NVML only)", false,
+		func(r *rand.Rand, s *Spec) { cuda(r, s); s.Push = false })
+	add("cuda_context_short_leak", "the same fresh process, then a leak of 20–200 MiB/min from minute 3–8 (scaled settings)", true,
+		func(r *rand.Rand, s *Spec) {
+			cuda(r, s)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 20, 200), minutes(uniform(r, 3, 8))
+		})
+
+	// 6. Processes that push nothing: NVML's used holds the allocator cache's high-water
+	// mark, which rarer, larger requests keep raising.
+	creep := func(r *rand.Rand, s *Spec) {
+		s.Push, s.ActTail, s.ActPeak, s.ActCap = false, uniform(r, 1.5, 3), uniform(r, 20, 200), uniform(r, 2048, 8192)
+	}
+	add("used_only_creep", "pushes nothing; request sizes Pareto-tailed (shape 1.5–3): the cache's high-water mark keeps stepping up, ever more rarely", false, creep)
+	add("used_only_creep_leak", "the same (largest request 0.5–2 GiB), with a leak of 10–40 MiB/min from minute 30–60: NVML sees it once it has filled the cache's spare room", true,
+		func(r *rand.Rand, s *Spec) {
+			creep(r, s)
+			s.ActCap = uniform(r, 512, 2048)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 10, 40), minutes(uniform(r, 30, 60))
+		})
+
+	// 7. A nearly full GPU: caches flush and regrow; a fast leak runs it out of memory.
+	nearFull := func(r *rand.Rand, s *Spec, headroom, largest float64) {
+		s.Neighbour, s.OOM, s.Frag = true, true, uniform(r, 0.2, 0.6)
+		// Requests up to the largest: a healthy server on a full GPU fits its largest
+		// request, but its fragmented cache does not, and is flushed and regrown.
+		s.ActTail, s.ActPeak, s.ActCap = 2, uniform(r, 100, 400), largest
+		// Other tenants take the GPU but for the headroom above this process's working set.
+		s.Other = 143771 - headroom - (s.AllocBase + s.CacheWarm + s.UnattrBase + s.UnattrWarm)
+	}
+	add("near_full_flush", "a GPU 1–4 GiB from full: the caching allocator flushes and regrows as large requests come, the GPU's used bytes oscillate", false,
+		func(r *rand.Rand, s *Spec) {
+			headroom := uniform(r, 1024, 4096)
+			nearFull(r, s, headroom, headroom*uniform(r, 0.5, 0.9))
+			s.Duration = 2 * time.Hour
+		})
+	add("fast_leak_near_full", "a leak of 100–1000 MiB/min from minute 20–40 on a nearly full GPU: out of memory 4–15 min after the onset", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 100, 1000), minutes(uniform(r, 20, 40))
+			largest := uniform(r, 256, 2048)
+			headroom := s.Rate*uniform(r, 4, 15) + largest
+			nearFull(r, s, headroom, largest)
+			s.Duration = s.Onset + minutes(headroom/s.Rate) + 10*time.Minute
+		})
+
+	// One or two busy buckets in a row (a server never idle for a minute) must not spoil
+	// a window.
+	busy := func(r *rand.Rand, s *Spec) {
+		s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
+	}
+	add("busy_server", "85–95% of samples mid-request with up to 1–4 GiB of activations: consecutive buckets without an idle moment", false, busy)
+	add("busy_leak", "the same busy server over a leak of 1–20 MiB/min from minute 30–60", true,
+		func(r *rand.Rand, s *Spec) {
+			busy(r, s)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1, 20), minutes(uniform(r, 30, 60))
+		})
+	add("busy_leak_used_only", "a busy server that pushes nothing, leaking 5–20 MiB/min from minute 30–60", true,
+		func(r *rand.Rand, s *Spec) {
+			busy(r, s)
+			s.Push = false
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 5, 20), minutes(uniform(r, 30, 60))
+		})
+
+	// 8. Steep and very slow leaks, and a leak that stops.
+	add("fast_leak", "a leak of 100–1000 MiB/min from minute 30–60 on a roomy GPU", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 100, 1000), minutes(uniform(r, 30, 60))
+			s.Duration = s.Onset + 30*time.Minute
+		})
+	add("slow_leak", "a leak of 0.3–0.5 MiB/min (430–720 MiB a day) from minute 20–40", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 0.3, 0.5), minutes(uniform(r, 20, 40))
+			s.Duration = s.Onset + 150*time.Minute
+		})
+	add("leak_stops", "a leak of 2–50 MiB/min from minute 30–60 that stops after 10–40 min: steady again within a short window", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 50), minutes(uniform(r, 30, 60))
+			s.StopAt = s.Onset + minutes(uniform(r, 10, 40))
+			s.Duration = s.StopAt + time.Hour
+		})
+
+	// The committed suite's traces, their shape fixed, their seed drawn.
+	for _, sp := range Suite() {
+		sp := sp
+		out = append(out, Class{Name: "suite/" + sp.Name, Note: sp.Note, Leak: sp.Leak != NoLeak, Make: func(seed uint64) Spec {
+			s := sp
+			s.Seed = seed
+			return s
+		}})
+	}
+	return out
+}

@@ -1,0 +1,118 @@
+package eval
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vram-exporter/vram_exporter/leak/trend"
+)
+
+// bound is what a class of the sweep is held to: for look-alikes, nothing (no alert,
+// no forecast, ever); for leaks, how many seeds may be missed or flagged later than the
+// issue's target (Target), and the slowest delay allowed. The numbers are the ones
+// measured over 100 seeds (docs/leak-detection.md, "After"), so a change that makes the
+// detector worse on any class fails here; where a class misses the issue's target the
+// doc says why.
+type bound struct {
+	missed, over int           // of 100 seeds; scaled to the seeds swept
+	max          time.Duration // slowest detection
+}
+
+var sweepBounds = map[string]bound{
+	"stair_adapters_unbounded":      {0, 100, 45 * time.Minute},
+	"stair_trt_contexts_unbounded":  {0, 100, 105 * time.Minute},
+	"stair_kernels_unbounded":       {0, 100, 50 * time.Minute},
+	"stair_used_only_unbounded":     {1, 100, 70 * time.Minute},
+	"gc_sawtooth_rising_floor":      {0, 100, 105 * time.Minute},
+	"saturated_burst_leak":          {0, 40, 25 * time.Minute},
+	"cuda_context_short_leak":       {0, 10, 4 * time.Minute},
+	"used_only_creep_leak":          {42, 100, 150 * time.Minute},
+	"fast_leak_near_full":           {0, 60, 10 * time.Minute},
+	"busy_leak":                     {3, 75, 115 * time.Minute},
+	"busy_leak_used_only":           {10, 100, 140 * time.Minute},
+	"fast_leak":                     {0, 100, 20 * time.Minute},
+	"slow_leak":                     {0, 0, time.Hour},
+	"leak_stops":                    {0, 1, 10 * time.Minute},
+	"suite/leak_alloc_0.25mib":      {0, 0, 50 * time.Minute},
+	"suite/leak_alloc_1mib":         {0, 0, 10 * time.Minute},
+	"suite/leak_alloc_10mib":        {0, 0, 10 * time.Minute},
+	"suite/leak_alloc_100mib":       {0, 100, 8 * time.Minute},
+	"suite/leak_from_start_12mib":   {0, 100, 25 * time.Minute},
+	"suite/leak_used_only_10mib":    {0, 90, 45 * time.Minute},
+	"suite/leak_step_16mib":         {0, 2, 20 * time.Minute},
+	"suite/leak_step_2mib":          {0, 100, 50 * time.Minute},
+	"suite/leak_unattributed_20mib": {0, 0, 10 * time.Minute},
+}
+
+// TestSweep runs every class of the sweep with a few seeds (VRAM_SWEEP=N for N, as
+// docs/leak-detection.md does with 100) and asserts what issue 12 asks: no look-alike
+// raises leak or unattributed_growth or a GPU forecast, no twin alerts before its onset,
+// a leak that stops is steady again within a short window, every out-of-memory error
+// has a forecast before it; and each leak class stays within the delays measured.
+func TestSweep(t *testing.T) {
+	n := 2
+	if v := os.Getenv("VRAM_SWEEP"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("VRAM_SWEEP=%q: want a number of seeds", v)
+		}
+	} else if testing.Short() {
+		n = 1
+	}
+	cfg := trend.DefaultConfig()
+	rs, err := Sweep(SweepOptions{Seeds: Seeds(n), Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := WriteSweep(&buf, rs, n); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + buf.String())
+	// A count measured over 100 seeds, for n seeds: a class measured at 0 must stay at 0;
+	// others are only held to their rate on a sweep large enough to estimate it.
+	scale := func(k int) int {
+		switch {
+		case k == 0:
+			return 0
+		case n < 50:
+			return n
+		}
+		return (k*n*12 + 999) / 1000
+	}
+	for _, r := range rs {
+		name := r.Class.Name
+		if r.FalseAlarms > 0 {
+			t.Errorf("%s: %d of %d traces alert before a leak (seeds %v)", name, r.FalseAlarms, r.Traces, r.FalseAlarmSeeds)
+		}
+		if !r.Class.Leak {
+			if r.Forecasts > 0 {
+				t.Errorf("%s: a GPU exhaustion forecast on %d of %d look-alikes", name, r.Forecasts, r.Traces)
+			}
+			continue
+		}
+		b, ok := sweepBounds[name]
+		if !ok {
+			t.Errorf("%s: no bound measured for this leak class", name)
+			continue
+		}
+		if r.Missed > scale(b.missed) {
+			t.Errorf("%s: %d of %d missed (seeds %v), measured at most %d of 100", name, r.Missed, r.Traces, r.MissedSeeds, b.missed)
+		}
+		if r.OverTarget > scale(b.over) {
+			t.Errorf("%s: %d of %d later than the target (seeds %v), measured at most %d of 100", name, r.OverTarget, r.Traces, r.SlowSeeds, b.over)
+		}
+		if m := quantile(r.Delays, 1); m > b.max {
+			t.Errorf("%s: slowest detection %s, measured at most %s", name, fmtDur(m), fmtDur(b.max))
+		}
+		if r.NeverSteady > 0 || quantile(r.SteadyAfter, 1) > cfg.ShortWindow {
+			t.Errorf("%s: steady again %s after the leak stopped (%d never), want within the short window", name, fmtDur(quantile(r.SteadyAfter, 1)), r.NeverSteady)
+		}
+		if r.NoLead > 0 || (len(r.Leads) > 0 && quantile(r.Leads, 0) < time.Minute) {
+			t.Errorf("%s: forecast lead before the out-of-memory error %s at the least (%d without), want a minute or more", name, fmtDur(quantile(r.Leads, 0)), r.NoLead)
+		}
+	}
+}

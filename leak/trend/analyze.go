@@ -1,0 +1,392 @@
+package trend
+
+import (
+	"math"
+	"slices"
+)
+
+// sigmaMin is the smallest noise the floors are credited with: NVML reports a process's
+// memory in whole MiB, and nothing below a MiB is worth a page.
+const sigmaMin = 1 << 20
+
+// steadyPace is how much of its average pace since the start a rise must keep in its
+// newest short window to be a leak from the start rather than a warm-up: a fill whose
+// total grows as t^a rises at a times its average pace, and fills slow down (a
+// coupon collector of shapes or kernels, a CUDA context's modules) well below 0.8,
+// while a leak keeps 1.
+const steadyPace = 0.8
+
+// longBlocks is how many blocks the long window is fitted in: 5-minute blocks at the
+// defaults, each the minimum of its floors.
+const longBlocks = 24
+
+// fastBuckets is how many consecutive rising buckets the fast rule wants: with 30 s
+// buckets, three increments fit within two minutes of a leak's onset wherever in its
+// bucket the onset falls (the first, partial bucket may not rise at all).
+const fastBuckets = 3
+
+// view is what one column's floors say at a bucket close (see analyze).
+type view struct {
+	present bool    // the short window holds at least minPoints floors
+	newest  float64 // the envelope's newest point
+	sigma   float64
+	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
+	w       int64   // envelope width in buckets: the longest give-back excursion seen
+
+	short, long fitResult // the floors themselves, exported
+	judge       fitResult // the envelope over max(short window, 3 w)
+	envLong     fitResult // the envelope over the long window since the warm-up, in blocks
+	recent      fitResult // the envelope's newest quarter of the long window
+	decel       bool      // the long envelope slows down (see decelerates)
+	// envLong, recent and decel are only computed once the slow rule could apply.
+	longSpan int64 // buckets between the oldest and newest floor in the long window
+
+	settled  bool // the envelope's range over the short window is within sig
+	smooth   bool // since first seen, the floors rose in most buckets, not slowing down
+	line     bool // over the newest half of the short window the floors rise in most buckets
+	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
+	fastRate float64
+	cont     bool // the newest bucket still rises at half the fast rate or more
+}
+
+// analyze computes the view of column c at the close of bucket h.last. Everything is
+// recomputed from the ring (a few thousand operations for the default 240 floors), into
+// the engine's scratch buffers.
+//
+// The long-window rules (envLong, recent, decel, longSpan) only use the floors from
+// bucket since on: the warm-up's growth is excused, and a long window still full of a
+// cache that filled in steps must not read as a slow leak once the warm-up is over.
+//
+// coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU);
+// needSmooth asks for the smooth test (the warm-up's).
+func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool) view {
+	cfg := &e.cfg
+	sc := &e.sc
+	nl := int64(len(h.idx))
+	ns := int64(cfg.ShortWindow / cfg.Bucket)
+	var v view
+	if !h.started {
+		return v
+	}
+
+	// The long window's floors, oldest first, x = bucket index − newest (≤ 0). The point
+	// fitted is min(floor[b−1], floor[b]): a floor can only be wrong upwards (a bucket in
+	// which the process was never idle), so one raised bucket vanishes while a line only
+	// shifts by a bucket.
+	xs, ps, fs := grow(&sc.x, 0), grow(&sc.p, 0), grow(&sc.f, 0)
+	prev, prevOK := 0.0, false
+	for b := h.last - nl + 1; b <= h.last; b++ {
+		f, ok := h.get(c, b)
+		if !ok {
+			prevOK = false
+			continue
+		}
+		p := f
+		if prevOK && prev < p {
+			p = prev
+		}
+		xs, ps, fs = append(xs, float64(b-h.last)), append(ps, p), append(fs, f)
+		prev, prevOK = f, true
+	}
+	sc.x, sc.p, sc.f = xs, ps, fs
+	n := len(xs)
+	if n == 0 {
+		return v
+	}
+	// The first point the long-window rules may use.
+	slo := 0
+	for slo < n && int64(xs[slo])+h.last < since {
+		slo++
+	}
+	if slo < n {
+		v.longSpan = int64(xs[n-1] - xs[slo])
+	}
+	inShort := 0
+	for i := n - 1; i >= 0 && xs[i] > -float64(ns); i-- {
+		inShort++
+	}
+	v.present = inShort >= minPoints
+
+	// Noise: the robust spread of bucket-to-bucket changes (1.4826·MAD/√2 is σ of one
+	// floor under Gaussian noise); a line's constant slope and a staircase's rare steps
+	// do not inflate it.
+	d := grow(&sc.d, 0)
+	for i := 1; i < n; i++ {
+		if xs[i]-xs[i-1] == 1 {
+			d = append(d, ps[i]-ps[i-1])
+		}
+	}
+	sc.d = d
+	if len(d) >= 2 {
+		md := median(d)
+		for i := range d {
+			d[i] = math.Abs(d[i] - md)
+		}
+		v.sigma = 1.4826 * median(d) / math.Sqrt2
+	}
+	sigma := math.Max(v.sigma, sigmaMin)
+	v.sig = math.Max(4*sigma, cfg.MinRate*cfg.ShortWindow.Seconds())
+
+	// Give-back excursions: a floor that rose at least sig above a level and came back
+	// down to it (within sig/2), or fell by sig from higher floors since the window
+	// began (the series was higher all that time and gave it back). The longest, in
+	// buckets, is the envelope width: memory that this series has shown it gives back (a
+	// garbage collector's cycle, a burst) is judged on its troughs, by the envelope
+	// min(floors over the last w buckets).
+	for j := 1; j < n; j++ {
+		hi := math.Inf(-1)
+		k := j - 1
+		for ; k >= 0 && ps[k] > ps[j]+v.sig/2; k-- {
+			hi = math.Max(hi, ps[k])
+		}
+		if hi-ps[j] >= v.sig {
+			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
+		}
+	}
+	env := grow(&sc.env, n)
+	slidingMin(xs, ps, v.w, env, &sc.dq)
+	v.newest = env[n-1]
+
+	// The floors' own fits, exported: the short window, and the long window in blocks.
+	lo := n - inShort
+	v.short = sc.robustFit(xs[lo:], ps[lo:], sigma)
+	bx, by := blocks(xs, ps, longBlocks, &sc.bx, &sc.by)
+	v.long = sc.robustFit(bx, by, sigma)
+
+	// The judged window: the short window, or three envelope widths if longer, so that
+	// a trend under a sawtooth is seen across at least three of its cycles.
+	nj := min(max(ns, 3*v.w), nl)
+	jlo := n
+	for jlo > 0 && xs[jlo-1] > -float64(nj) {
+		jlo--
+	}
+	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
+	v.judge = sc.robustFit(jx, jy, sigma)
+	if coarse {
+		// NVML's view: the allocator cache's high-water mark steps up by segments as
+		// rarer, larger requests arrive; only steps of sig count as new highs.
+		v.judge.highs = highs(jy, v.sig)
+	}
+	// The slow rule's fits, only once it could apply: half a long window since the
+	// warm-up, and an envelope that rises at all.
+	if v.longSpan >= nl/2 {
+		ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
+		v.envLong = sc.robustFit(ex, ey, sigma)
+		if b := e.cfg.Bucket.Seconds(); v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
+			v.decel = sc.decelerates(ex, ey)
+			qlo := n
+			for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
+				qlo--
+			}
+			qx, qy := blocks(xs[qlo:], env[qlo:], 40, &sc.jx, &sc.jy)
+			v.recent = sc.robustFit(qx, qy, sigma)
+		}
+	}
+
+	// Settled: over the short window the envelope moved less than sig.
+	if inShort >= minPoints && xs[n-1]-xs[0] >= float64(ns-1) {
+		mn, mx := math.Inf(1), math.Inf(-1)
+		for i := lo; i < n; i++ {
+			mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
+		}
+		v.settled = mx-mn <= v.sig
+	}
+
+	// Line: does the current rise go up (by more than the noise) in most buckets, like a
+	// line, or in a few, like a staircase? Three in four of the changes over the newest
+	// half of the short window (a rise that began mid-window is judged on itself), at
+	// least minPoints of them. Both already rise as growth: this only tells their
+	// shapes apart, for the probation after a warm-up.
+	var up, all int
+	for i := n - 1; i > lo; i-- {
+		if xs[i]-xs[i-1] != 1 {
+			continue
+		}
+		all++
+		if ps[i] > ps[i-1]+sigma {
+			up++
+		}
+		if all >= minPoints && float64(all) >= float64(ns)/2 {
+			break
+		}
+	}
+	v.line = all >= minPoints && 4*up >= 3*all
+
+	// Smooth (asked for during the warm-up only): since the series was first seen, the
+	// same sign test says the floor rose in most buckets, and in each of the last
+	// fastBuckets (the rise goes on), and its newest short window
+	// rises at least steadyPace of its average pace since then. A leak from the first
+	// request is a line from the start; a warm-up is front-loaded (the model, then the
+	// cache, then ever rarer shapes and kernels), so it slows down; a staircase rises
+	// in few buckets.
+	if needSmooth && h.last-h.first < nl && n > inShort {
+		up, all = 0, 0
+		rising := n > fastBuckets // and still rising, bucket after bucket
+		for i := 1; i < n; i++ {
+			if xs[i]-xs[i-1] == 1 {
+				all++
+				if ps[i] > ps[i-1]+sigma {
+					up++
+				} else if i >= n-fastBuckets {
+					rising = false
+				}
+			}
+		}
+		if rising && all >= n-2 && up >= e.signCritical(all) {
+			average := (ps[n-1] - ps[0]) / (xs[n-1] - xs[0])
+			newest := sc.repeatedMedian(xs[lo:], ps[lo:])
+			v.smooth = average > 0 && newest >= steadyPace*average
+		}
+	}
+
+	v.fast, v.fastRate, v.cont = e.fastRule(xs, env, fs, sigma, v.sig)
+	return v
+}
+
+// fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above
+// the one before by at least FastRate (and 4σ), and the short window before the rise was
+// quiet (its envelope within sig: busy buckets that came back do not count). rate is the pace of the
+// newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
+// bucket still rose by half the fast rate. (Whether the rule may start growth depends on
+// the GPU's memory left: see track.)
+func (e *Engine) fastRule(xs, env, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
+	cfg := &e.cfg
+	n := len(xs)
+	step := cfg.FastRate * cfg.Bucket.Seconds()
+	if n >= 2 && xs[n-1]-xs[n-2] == 1 {
+		cont = fs[n-1]-fs[n-2] >= step/2
+	}
+	k := fastBuckets
+	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
+		return false, 0, cont
+	}
+	// The pace of the newest buckets, whether or not they start a fast rise: a fast
+	// leak's forecast follows it.
+	rate = (fs[n-1] - fs[n-2]) / cfg.Bucket.Seconds()
+	// Each of the newest k floors above the one before by more than the noise, and all
+	// but the oldest of those rises by the fast step (the oldest may be the bucket the
+	// leak began in, part way through). No fit: three rises of that size in a row over a
+	// quiet floor are not noise, and the rule only pages when the GPU is about to run out
+	// (see track), where a floor whose idle moments fall anywhere in the bucket jitters
+	// too much for a line through three points.
+	for i := n - k; i < n; i++ {
+		d := fs[i] - fs[i-1]
+		if d < 4*sigma || (i > n-k && d < step) {
+			return false, rate, cont
+		}
+	}
+	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
+	// The quiet floor before the rise: the short window that ends where it starts.
+	ns := int64(cfg.ShortWindow / cfg.Bucket)
+	start := xs[n-1-k]
+	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
+	for i := n - 1 - k; i >= 0 && xs[i] > start-float64(ns); i-- {
+		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
+		cnt++
+	}
+	if cnt < minPoints || mx-mn > sig {
+		return false, rate, cont
+	}
+	return true, rate, cont
+}
+
+// slidingMin writes into env the minimum of ys over the points whose x lies within w
+// of each point's x (w = 0: ys itself), with a monotone deque: O(n).
+func slidingMin(xs, ys []float64, w int64, env []float64, dq *[]int) {
+	if w <= 0 {
+		copy(env, ys)
+		return
+	}
+	q := (*dq)[:0]
+	for i := range xs {
+		for len(q) > 0 && ys[q[len(q)-1]] >= ys[i] {
+			q = q[:len(q)-1]
+		}
+		q = append(q, i)
+		for xs[q[0]] < xs[i]-float64(w) {
+			q = q[1:]
+		}
+		env[i] = ys[q[0]]
+	}
+	*dq = q[:0]
+}
+
+// blocks aggregates (xs, ys) into at most maxPoints blocks of equal bucket width, each
+// the minimum of its floors at the block's mean x: the lower envelope at a coarser
+// scale, which keeps the fits of long windows cheap (O(maxPoints²)) and robust to
+// bursts shorter than a block.
+func blocks(xs, ys []float64, maxPoints int64, bxBuf, byBuf *[]float64) ([]float64, []float64) {
+	n := len(xs)
+	if n == 0 {
+		return nil, nil
+	}
+	span := int64(xs[n-1]-xs[0]) + 1
+	width := (span + maxPoints - 1) / maxPoints
+	if width <= 1 {
+		bx, by := grow(bxBuf, n), grow(byBuf, n)
+		copy(bx, xs)
+		copy(by, ys)
+		return bx, by
+	}
+	bx, by := (*bxBuf)[:0], (*byBuf)[:0]
+	end := xs[n-1]
+	i := n - 1
+	// Blocks are aligned on the newest bucket, so the newest block is always whole;
+	// written newest first, then reversed.
+	for i >= 0 {
+		lo := end - float64(width)
+		mn, sx, k := math.Inf(1), 0.0, 0
+		for i >= 0 && xs[i] > lo {
+			mn = math.Min(mn, ys[i])
+			sx += xs[i]
+			k++
+			i--
+		}
+		if k > 0 {
+			bx, by = append(bx, sx/float64(k)), append(by, mn)
+		}
+		end = lo
+	}
+	slices.Reverse(bx)
+	slices.Reverse(by)
+	*bxBuf, *byBuf = bx, by
+	return bx, by
+}
+
+// decelerates reports whether the newer half of (x, y) rises at less than half the pace
+// of its older half (repeated-median slopes): a cache that fills to a budget slows down
+// as it fills, a leak does not.
+func (s *scratch) decelerates(x, y []float64) bool {
+	h := len(x) / 2
+	if h < minPoints/2+1 {
+		return false
+	}
+	older := s.repeatedMedian(x[:h], y[:h])
+	newer := s.repeatedMedian(x[h:], y[h:])
+	return older > 0 && newer < older/2
+}
+
+// signCritical is the smallest number of rises among n changes that a fair coin
+// reaches with probability below 1 % (one-sided binomial test), from a table made once.
+func (e *Engine) signCritical(n int) int {
+	if n < len(e.signCrit) {
+		return e.signCrit[n]
+	}
+	return signCritical(n)
+}
+
+func signCritical(n int) int {
+	// P(X ≥ k) for X ~ Binomial(n, ½), summed from the top.
+	p, tail := math.Pow(0.5, float64(n)), 0.0
+	coef := 1.0
+	for k := n; k >= 0; k-- {
+		if k < n {
+			coef = coef * float64(k+1) / float64(n-k)
+		}
+		if tail+coef*p >= 0.01 {
+			return k + 1
+		}
+		tail += coef * p
+	}
+	return 0
+}

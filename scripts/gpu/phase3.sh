@@ -1,0 +1,46 @@
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): six serving loops
+# (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
+# trace: a cache that fills in steps and plateaus, a burst that holds 1 GiB for two
+# minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
+# and a fast leak (400 MiB/min for 90 s, stopped long before the GPU is full), the
+# burst and both leaks from LEAK_ONSET seconds in. Triage runs while they do; then the
+# trace is replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
+# scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its onset: a
+# look-alike flagged, or a leak missed, sets fail=1. Wall time: TRACE_SECONDS + ~20 s.
+#
+# Uses from gpu-e2e.sh: here, work, OUT, sock, PORT, TRACE_SECONDS, LEAK_ONSET (default
+# 240), the pids array, fail, scrape.
+# shellcheck shell=bash disable=SC2154,SC2034 # variables of gpu-e2e.sh, read and set there
+LEAK_ONSET=${LEAK_ONSET:-240}
+echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
+if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + 90))" ]; then
+  echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under 90 s after LEAK_ONSET=$LEAK_ONSET to see the leaks"
+  fail=1
+fi
+loops=()
+metas=()
+: > "$OUT/trace-pids.txt"
+for mode in staircase burst healthy nvml_only slow_leak fast_leak; do
+  # fast_leak: 400 MiB/min for 90 s, some 600 MiB, then it holds what it has.
+  python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
+    --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + 90))" --hold 120 --meta "$OUT/loop-$mode.json" \
+    > "$OUT/loop-$mode.log" 2>&1 &
+  loops+=("$!")
+  pids+=("$!")
+  metas+=("$OUT/loop-$mode.json")
+  echo "$mode $!" >> "$OUT/trace-pids.txt"
+done
+sleep $((TRACE_SECONDS - 5))
+scrape "$OUT/metrics-phase3.txt" # while the loops still run
+echo "-- triage while the loops run"
+"$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --no-color | tee "$OUT/triage.txt" || fail=1
+"$work/vram_exporter" triage --url "http://127.0.0.1:$PORT" --output json > "$OUT/triage.json" || fail=1
+for p in "${loops[@]}"; do wait "$p" || { echo "FAIL a serving loop (pid $p) exited non-zero; see $OUT/loop-*.log"; fail=1; }; done
+cat "$OUT"/loop-*.log
+echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
+"$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" | tee "$OUT/replay.txt"
+"$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" --output json > "$OUT/replay.json" || fail=1
+echo "-- each loop's verdicts and the delay from its onset"
+python3 "$here/gpu/verdicts.py" "$OUT/replay.json" "${metas[@]}" | tee "$OUT/verdicts.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || fail=1
+grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second|^vram_gpu_exhaustion_seconds' "$OUT/metrics-phase3.txt" | head -60
