@@ -23,7 +23,7 @@ func cpuTime(b *testing.B) time.Duration {
 // joined views, trends and procfs caches are.
 type node struct {
 	next *node
-	pad  [7]uint64
+	_    [7]uint64 // the size of a view node
 }
 
 func liveHeap() *node {

@@ -196,28 +196,3 @@ func highs(y []float64, tol float64) int {
 	}
 	return n
 }
-
-// lsqR2 is the least-squares R² of (x, y).
-func lsqR2(x, y []float64) float64 {
-	n := float64(len(x))
-	if n < 2 {
-		return 0
-	}
-	var mx, my float64
-	for i := range x {
-		mx += x[i]
-		my += y[i]
-	}
-	mx, my = mx/n, my/n
-	var sxx, sxy, syy float64
-	for i := range x {
-		dx, dy := x[i]-mx, y[i]-my
-		sxx += dx * dx
-		sxy += dx * dy
-		syy += dy * dy
-	}
-	if sxx <= 0 || syy <= 0 {
-		return 0
-	}
-	return sxy * sxy / (sxx * syy)
-}

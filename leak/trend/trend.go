@@ -399,8 +399,8 @@ type Engine struct {
 // analysisScratch holds the buffers of analyze and its fits.
 type analysisScratch struct {
 	scratch
-	x, p, f, d, env, bx, by, jx, jy, s []float64
-	dq                                 []int
+	x, p, f, d, env, bx, by, jx, jy []float64
+	dq                              []int
 }
 
 // NewEngine validates cfg and returns an empty engine.
