@@ -1,6 +1,7 @@
-// Package api is the JSON room: it turns the daemon's joined View into stable,
-// documented response types (docs/api.md) and serves them at /api/v1/…. The triage
-// command decodes the same exported types, so the two cannot drift apart.
+// Package api is the wire contract of the JSON API (docs/api.md): the response types
+// served at /api/v1/… and the shared words (verdicts, series, windows). It imports
+// nothing of the daemon, so the on-call command (package triage) decodes the very types
+// package apiserver encodes, and builds without cgo, NVML or procfs.
 //
 // Field names are snake_case; byte counts are integers; times are RFC 3339; a value
 // that a source did not provide is null (or omitted where noted), never 0.

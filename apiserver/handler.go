@@ -1,3 +1,6 @@
+// Package apiserver serves /api/v1/status, /api/v1/gpus and /api/v1/processes: it turns
+// the daemon's joined View into the wire types of package api, a bounded number of
+// requests at a time, streamed.
 package apiserver
 
 import (

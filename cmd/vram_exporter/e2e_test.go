@@ -93,10 +93,7 @@ func launchBinary(t *testing.T, bin string, base func(dir, socket string) []stri
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				m = map[string]any{"raw": sc.Text()}
-			}
+			m := logLine(sc.Bytes())
 			d.mu.Lock()
 			d.logs = append(d.logs, m)
 			d.mu.Unlock()
@@ -300,4 +297,14 @@ func TestBusyPortFailsCleanly(t *testing.T) {
 		t.Errorf("push socket left behind after a failed start: %v", err)
 	}
 	first.stop()
+}
+
+// logLine decodes one line of the daemon's JSON log; a line that is not JSON (a panic,
+// a library writing to stderr) is kept whole under "raw".
+func logLine(b []byte) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(b, &m) != nil {
+		m = map[string]any{"raw": string(b)}
+	}
+	return m
 }

@@ -395,7 +395,36 @@ func TestHostileSeriesAmplification(t *testing.T) {
 		t.Errorf("vram_push_series %g over the default bound 4096", held)
 	}
 	report(t, "series amplification", d, before, peak, fmt.Sprintf("%s; series held %g, rejected too_many_process_pools %g, too_many_series %g, /metrics %d bytes", last, held, pools, over, len(body)))
+	memoryReturns(t, d, a, "series amplification", before)
 	d.stop()
+}
+
+// memoryReturns ends the attacker and waits (bounded: a minute, the issue's promise)
+// until the daemon's RSS is back within twice what it was before the attack, scraping
+// meanwhile as Prometheus would.
+func memoryReturns(t *testing.T, d *daemonProc, a *attacker, name string, before int64) {
+	t.Helper()
+	_ = a.stdin.Close()
+	_ = a.cmd.Process.Kill()
+	_ = a.cmd.Wait()
+	start := time.Now()
+	for {
+		d.metrics()
+		rss := vmRSS(t, d.cmd.Process.Pid)
+		if rss <= 2*before {
+			msg := fmt.Sprintf("hostile %s: RSS back to %s (before %s) %s after the attacker left", name, mib(rss), mib(before), time.Since(start).Round(100*time.Millisecond))
+			t.Log(msg)
+			if os.Getenv("VRAM_HOSTILE_LONG") == "1" {
+				fmt.Println(msg)
+			}
+			return
+		}
+		if time.Since(start) > time.Minute {
+			t.Errorf("%s: RSS still %s a minute after the attacker left, over twice the %s before", name, mib(rss), mib(before))
+			return
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 func TestHostileUUIDChurn(t *testing.T) {
@@ -409,6 +438,7 @@ func TestHostileUUIDChurn(t *testing.T) {
 		t.Errorf("vram_trend_keys %g over the default bound 2048", keys)
 	}
 	report(t, "UUID churn", d, before, peak, fmt.Sprintf("%s; trend keys %g, untracked samples %g", last, keys, counter(t, body, `vram_trend_untracked_samples_total`)))
+	memoryReturns(t, d, a, "UUID churn", before)
 	d.stop()
 }
 

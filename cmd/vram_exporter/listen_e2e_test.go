@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -95,10 +94,7 @@ func startActivated(t *testing.T, inherit *os.File, args ...string) *activated {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) != nil {
-				m = map[string]any{"raw": sc.Text()}
-			}
+			m := logLine(sc.Bytes())
 			a.mu.Lock()
 			a.logs = append(a.logs, m)
 			a.mu.Unlock()
