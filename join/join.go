@@ -71,6 +71,9 @@ type Joiner struct {
 	// reusedConns are those found (pruned to the live senders every tick).
 	pidReused   uint64
 	reusedConns map[uint64]bool
+	// pushOnly are the trend keys fed last tick by pushed stats alone (NVML did not see
+	// the process); one that is not fed again is forgotten at once (see observeTrends).
+	pushOnly map[trend.Key]bool
 
 	diag diagnosis
 }
@@ -364,13 +367,32 @@ func (j *Joiner) observeTrends(v *View) {
 		g.Trend = e.ObserveGPU(g.Sample(v.Time))
 		g.HasTrend = true
 	}
+	fed := make(map[trend.Key]bool, len(j.pushOnly)) // push-only keys fed this tick
+	observed := make(map[trend.Key]bool, len(v.Processes))
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if p.UnknownDevice && !p.HasNVML {
 			continue
 		}
-		p.Trend, p.HasTrend = e.TryObserve(p.Sample(v.Time))
+		s := p.Sample(v.Time)
+		p.Trend, p.HasTrend = e.TryObserve(s)
+		if p.HasTrend {
+			observed[s.Key] = true
+			if !p.HasNVML {
+				fed[s.Key] = true
+			}
+		}
 	}
+	// A series only pushes kept alive ends when its sender's data leaves the store
+	// (connection closed, TTL): nothing will feed it again, so its history (some KiB) is
+	// dropped now rather than after SweepIdle. A sender churning through made-up UUIDs
+	// while NVML is down would otherwise hold up to trend.max_keys histories for minutes.
+	for k := range j.pushOnly {
+		if !observed[k] {
+			e.Forget(k)
+		}
+	}
+	j.pushOnly = fed
 	e.Sweep(v.Time, j.opts.SweepIdle)
 }
 

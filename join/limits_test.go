@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/leak/trend"
+	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/push"
 )
 
@@ -92,5 +93,26 @@ func TestJoinTrendKeyBound(t *testing.T) {
 	}
 	if trended != 2 || v.TrendKeys != 2 || v.TrendRefused != 1 {
 		t.Errorf("trended %d, keys %d, refused %d; want 2, 2, 1", trended, v.TrendKeys, v.TrendRefused)
+	}
+}
+
+// While NVML is down every pushed (pid, uuid) feeds the trend engine; once its sender's
+// data is gone nothing feeds that history again, so it is forgotten on the next tick
+// instead of holding some KiB per key for SweepIdle (UUID churn held 2048 of them).
+func TestJoinForgetsPushOnlyTrendsWhenTheSenderLeaves(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	var devs []push.Device
+	for i := range 8 {
+		devs = append(devs, torchOn("GPU-made-up-"+string(rune('a'+i))))
+	}
+	ps := &fakePush{s: []push.Sender{sender(1, 100, now, devs...), sender(2, 200, now, torchOn(gpuA))}}
+	e := newEngine(t, 1000)
+	j := New(&fakeNVML{nvml.Snapshot{Up: false}}, ps, nil, Options{Trend: e}, zap.NewNop())
+	if v := j.Tick(); v.TrendKeys != 9 {
+		t.Fatalf("trend keys %d, want the 9 pushed (pid, uuid)", v.TrendKeys)
+	}
+	ps.s = ps.s[1:] // sender 1 left
+	if v := j.Tick(); v.TrendKeys != 1 {
+		t.Errorf("trend keys %d after the sender left, want only the remaining sender's 1", v.TrendKeys)
 	}
 }

@@ -544,6 +544,10 @@ func (e *Engine) Sweep(now time.Time, idle time.Duration) {
 	}
 }
 
+// Forget drops the history of k at once, for a series whose source is gone for good
+// (Sweep would keep it for its idle time).
+func (e *Engine) Forget(k Key) { delete(e.procs, procKey{k.PID, k.UUID}) }
+
 // Len reports how many (pid, uuid) and GPU histories the engine holds.
 func (e *Engine) Len() (processes, gpus int) { return len(e.procs), len(e.gpus) }
 
