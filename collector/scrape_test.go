@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"compress/gzip"
+	"github.com/vram-exporter/vram_exporter/internal/testenv"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -234,7 +235,7 @@ func TestHandlerOutputPassesPromtoolAndLint(t *testing.T) {
 	}
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not installed (apt-get install prometheus)")
+		testenv.Unavailable(t, "promtool not installed (apt-get install prometheus)")
 	}
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = bytes.NewReader([]byte(text))

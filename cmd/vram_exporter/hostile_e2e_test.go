@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"github.com/vram-exporter/vram_exporter/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -511,7 +512,7 @@ func TestHostileConnectChurn(t *testing.T) {
 // PID is reused on purpose through ns_last_pid, which needs root.
 func TestHostilePIDReuseThroughInheritedConnection(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("reusing a PID on purpose needs root (ns_last_pid)")
+		testenv.Unavailable(t, "reusing a PID on purpose needs root (ns_last_pid)")
 	}
 	d := startHostileDaemon(t, "--push.ttl=60s")
 	a := startAttacker(t, d.socket, "inherit", time.Second)
@@ -536,7 +537,7 @@ func TestHostilePIDReuseThroughInheritedConnection(t *testing.T) {
 	var newcomer *exec.Cmd
 	for range 50 {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(parent-1)), 0); err != nil {
-			t.Skipf("cannot set ns_last_pid: %v", err)
+			testenv.Unavailable(t, "cannot set ns_last_pid: %v", err)
 		}
 		cmd := exec.Command("sleep", "60")
 		if err := cmd.Start(); err != nil {
@@ -550,7 +551,7 @@ func TestHostilePIDReuseThroughInheritedConnection(t *testing.T) {
 		_ = cmd.Wait()
 	}
 	if newcomer == nil {
-		t.Skip("another process took the PID each time")
+		testenv.Unavailable(t, "another process took the PID each time (50 tries)")
 	}
 	t.Cleanup(func() { _ = newcomer.Process.Kill(); _ = newcomer.Wait() })
 	body := d.waitMetrics("the dead sender's data left out", func(m string) bool {

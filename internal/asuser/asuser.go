@@ -8,6 +8,7 @@ package asuser
 import (
 	"errors"
 	"fmt"
+	"github.com/vram-exporter/vram_exporter/internal/testenv"
 	"io"
 	"net"
 	"os"
@@ -75,10 +76,7 @@ func RequireRoot(t testing.TB) {
 	if os.Geteuid() == 0 {
 		return
 	}
-	if os.Getenv("VRAM_REQUIRE_ALL") != "" {
-		t.Fatal("this test acts as another user and needs root (VRAM_REQUIRE_ALL is set)")
-	}
-	t.Skip("acting as another user needs root")
+	testenv.Unavailable(t, "acting as another user needs root")
 }
 
 // TempDir is t.TempDir made traversable by every user (t.TempDir and its parent are
