@@ -74,6 +74,8 @@ type Joiner struct {
 	// pushOnly are the trend keys fed last tick by pushed stats alone (NVML did not see
 	// the process); one that is not fed again is forgotten at once (see observeTrends).
 	pushOnly map[trend.Key]bool
+	// fed and observed are observeTrends' scratch, kept to spare two maps a tick.
+	fed, observed map[trend.Key]bool
 
 	diag diagnosis
 }
@@ -367,8 +369,12 @@ func (j *Joiner) observeTrends(v *View) {
 		g.Trend = e.ObserveGPU(g.Sample(v.Time))
 		g.HasTrend = true
 	}
-	fed := make(map[trend.Key]bool, len(j.pushOnly)) // push-only keys fed this tick
-	observed := make(map[trend.Key]bool, len(v.Processes))
+	if j.fed == nil {
+		j.fed, j.observed = map[trend.Key]bool{}, map[trend.Key]bool{}
+	}
+	fed, observed := j.fed, j.observed // push-only keys fed this tick; all keys fed
+	clear(fed)
+	clear(observed)
 	for i := range v.Processes {
 		p := &v.Processes[i]
 		if p.UnknownDevice && !p.HasNVML {
@@ -392,7 +398,7 @@ func (j *Joiner) observeTrends(v *View) {
 			e.Forget(k)
 		}
 	}
-	j.pushOnly = fed
+	j.pushOnly, j.fed = fed, j.pushOnly // last tick's set becomes next tick's scratch
 	e.Sweep(v.Time, j.opts.SweepIdle)
 }
 
