@@ -184,6 +184,24 @@ def _libcuda() -> "Optional[ctypes.CDLL]":
     return _cuda_lib
 
 
+def _cached_uuid(cache: Dict[int, str], i: int, what: str,
+                 lookup: Callable[[], Optional[str]]) -> Optional[str]:
+    """The GPU UUID of device ordinal i: from cache, else from the framework's lookup,
+    else from the CUDA driver (cuda_uuid); a found UUID is cached, a miss is retried."""
+    u = cache.get(i)
+    if u is None:
+        try:
+            u = lookup()
+        except Exception as exc:  # noqa: BLE001
+            log.debug("%s(%d) failed: %s", what, i, exc)
+            u = None
+        if u is None:
+            u = cuda_uuid(i)
+        if u is not None:
+            cache[i] = u
+    return u
+
+
 def cuda_uuid(ordinal: int) -> Optional[str]:
     """UUID ('GPU-…') of CUDA device `ordinal` (as numbered in this process, i.e.
     after CUDA_VISIBLE_DEVICES), through the driver API (cuDeviceGet +
@@ -489,18 +507,8 @@ class _TorchSource(_FrameworkSource):
         return best
 
     def _uuid(self, cuda: Any, i: int) -> Optional[str]:
-        u = self._uuids.get(i)
-        if u is None:
-            try:
-                u = _prefix_uuid(getattr(cuda.get_device_properties(i), "uuid", None))
-            except Exception as exc:  # noqa: BLE001
-                log.debug("torch get_device_properties(%d) failed: %s", i, exc)
-                u = None
-            if u is None:
-                u = cuda_uuid(i)
-            if u is not None:
-                self._uuids[i] = u
-        return u
+        return _cached_uuid(self._uuids, i, "torch get_device_properties",
+                            lambda: _prefix_uuid(getattr(cuda.get_device_properties(i), "uuid", None)))
 
     def __call__(self) -> List[Device]:
         torch: Any = sys.modules.get("torch")  # never import torch for the caller
@@ -617,18 +625,10 @@ class _CupySource(_FrameworkSource):
         self._uuids: Dict[int, str] = {}
 
     def _uuid(self, cupy: Any, i: int) -> Optional[str]:
-        u = self._uuids.get(i)
-        if u is None:
-            try:
-                props = cupy.cuda.runtime.getDeviceProperties(i)
-                u = _prefix_uuid(props.get("uuid")) if hasattr(props, "get") else None
-            except Exception:  # noqa: BLE001
-                u = None
-            if u is None:
-                u = cuda_uuid(i)
-            if u is not None:
-                self._uuids[i] = u
-        return u
+        def lookup() -> Optional[str]:
+            props = cupy.cuda.runtime.getDeviceProperties(i)
+            return _prefix_uuid(props.get("uuid")) if hasattr(props, "get") else None
+        return _cached_uuid(self._uuids, i, "cupy getDeviceProperties", lookup)
 
     def __call__(self) -> List[Device]:
         cupy: Any = sys.modules.get("cupy")
