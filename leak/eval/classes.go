@@ -261,6 +261,18 @@ func Classes() []Class {
 			s.Duration = s.Onset + minutes(headroom/s.Rate) + 10*time.Minute
 		})
 
+	add("saturated_burst_near_full", "the saturated bursts on a nearly full GPU: 1.3–3× the largest burst's activations free besides this process's working set; the floor ramps as steeply as a fast leak, the GPU does not run out", false,
+		func(r *rand.Rand, s *Spec) {
+			saturate(r, s)
+			peak := 0.0
+			for _, b := range s.Saturations {
+				peak = math.Max(peak, b.Peak)
+			}
+			largest := uniform(r, 256, 1024)
+			nearFull(r, s, peak*uniform(r, 1.3, 3)+largest, largest)
+			s.Duration = 3 * time.Hour
+		})
+
 	// One or two busy buckets in a row (a server never idle for a minute) must not spoil
 	// a window.
 	busy := func(r *rand.Rand, s *Spec) {

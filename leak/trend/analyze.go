@@ -25,6 +25,11 @@ const longBlocks = 24
 // bucket the onset falls (the first, partial bucket may not rise at all).
 const fastBuckets = 3
 
+// urgentWindows is how many short windows of memory left, at a steep rise's pace, make
+// the fast rule urgent: two, so that a leak of 100 MiB/min or more that would fill a
+// nearly full GPU in under 20 minutes pages within about two minutes of its onset.
+const urgentWindows = 2
+
 // view is what one column's floors say at a bucket close (see analyze).
 type view struct {
 	present bool    // the short window holds at least minPoints floors
@@ -47,6 +52,7 @@ type view struct {
 	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
 	fastRate float64
 	cont     bool // the newest bucket still rises at half the fast rate or more
+	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -239,7 +245,18 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		}
 	}
 
-	v.fast, v.fastRate, v.cont = e.fastRule(xs, env, fs, sigma, v.sig)
+	// A bucket's spread, less what a steady rise at the pace of its floor's rise since
+	// the bucket before explains: its samples span that share of the bucket.
+	spreadAt := func(i int) (float64, bool) {
+		b := h.last + int64(xs[i])
+		sp, ok := h.spreadOf(c, b)
+		if !ok || i == 0 || xs[i]-xs[i-1] != 1 {
+			return sp, ok
+		}
+		span, _ := h.spanOf(b)
+		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
+	}
+	v.fast, v.fastRate, v.cont, v.rigid = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig)
 	return v
 }
 
@@ -249,7 +266,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
 // bucket still rose by half the fast rate. (Whether the rule may start growth depends on
 // the GPU's memory left: see track.)
-func (e *Engine) fastRule(xs, env, fs []float64, sigma, sig float64) (fast bool, rate float64, cont bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig float64) (fast bool, rate float64, cont, rigid bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -258,7 +275,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, sigma, sig float64) (fast bool,
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont
+		return false, 0, cont, false
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -272,22 +289,54 @@ func (e *Engine) fastRule(xs, env, fs []float64, sigma, sig float64) (fast bool,
 	for i := n - k; i < n; i++ {
 		d := fs[i] - fs[i-1]
 		if d < 4*sigma || (i > n-k && d < step) {
-			return false, rate, cont
+			return false, rate, cont, false
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
+	// The run of steep rises may be longer than k: the rule may only become urgent part
+	// way up a leak (the memory left shrinks as it rises), and then the floor before the
+	// newest k buckets is the leak itself. The quiet floor is the one before the whole
+	// run, which starts at the oldest bucket of consecutive steep rises (its own first
+	// rise only above the noise, like the oldest of k).
+	run := n - k // the index of the run's oldest rise, fs[run] − fs[run−1]
+	rises := func(i int, by float64) bool { return i >= 1 && xs[i]-xs[i-1] == 1 && fs[i]-fs[i-1] >= by }
+	if rises(run, step) {
+		for rises(run-1, step) {
+			run--
+		}
+		if rises(run-1, 4*sigma) {
+			run--
+		}
+	}
 	// The quiet floor before the rise: the short window that ends where it starts.
 	ns := int64(cfg.ShortWindow / cfg.Bucket)
-	start := xs[n-1-k]
+	start := xs[run-1]
 	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
-	for i := n - 1 - k; i >= 0 && xs[i] > start-float64(ns); i-- {
+	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
 		cnt++
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont
+		return false, rate, cont, false
 	}
-	return true, rate, cont
+	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
+	// idle moments and the requests on top of them rise together); load stretches it
+	// (more requests in flight: a bucket's top rises faster than its floor). So the
+	// run's spreads (less the rise's own drift within each bucket, see spreadAt) must
+	// not exceed the quiet window's usual spread by more than the noise.
+	var pre, in []float64
+	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
+		if sp, ok := spreadAt(i); ok {
+			pre = append(pre, sp)
+		}
+	}
+	for i := run; i < n; i++ {
+		if sp, ok := spreadAt(i); ok {
+			in = append(in, sp)
+		}
+	}
+	rigid = len(pre) >= minPoints && len(in) >= fastBuckets-1 && median(in) <= median(pre)+4*sigma
+	return true, rate, cont, rigid
 }
 
 // slidingMin writes into env the minimum of ys over the points whose x lies within w

@@ -23,6 +23,9 @@ type history struct {
 	// (the fast rule compares a rise's buckets with the quiet ones before it).
 	spreadIdx []int64
 	spread    [][]float64
+	// first and last sample time of the newest few buckets, at spreadIdx's slots: how
+	// much of a bucket's spread a steady rise explains (see fastRule).
+	span []time.Duration
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -32,6 +35,8 @@ type history struct {
 	curOpen bool
 	curMin  []float64 // NaN when no sample yet
 	curMax  []float64
+	curFrom time.Time // the current bucket's first and last sample
+	curTo   time.Time
 }
 
 func newHistory(cfg Config, ncols int) *history {
@@ -43,6 +48,7 @@ func newHistory(cfg Config, ncols int) *history {
 		floor:     make([][]float64, ncols),
 		spreadIdx: make([]int64, ns),
 		spread:    make([][]float64, ncols),
+		span:      make([]time.Duration, ns),
 		curMin:    make([]float64, ncols),
 		curMax:    make([]float64, ncols),
 	}
@@ -96,6 +102,13 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 	}
 	if !h.curOpen {
 		h.cur, h.curOpen = b, true
+		h.curFrom, h.curTo = t, t
+	}
+	if t.Before(h.curFrom) {
+		h.curFrom = t
+	}
+	if t.After(h.curTo) {
+		h.curTo = t
 	}
 	for c, v := range vals {
 		if math.IsNaN(v) {
@@ -129,6 +142,7 @@ func (h *history) close() {
 	s := int(b % n)
 	ss := int(b % int64(len(h.spreadIdx)))
 	h.idx[s], h.spreadIdx[ss] = b, b
+	h.span[ss] = h.curTo.Sub(h.curFrom)
 	for c := range h.floor {
 		h.floor[c][s] = h.curMin[c]
 		h.spread[c][ss] = h.curMax[c] - h.curMin[c]
@@ -157,6 +171,16 @@ func (h *history) spreadOf(c int, b int64) (float64, bool) {
 	}
 	v := h.spread[c][s]
 	return v, !math.IsNaN(v)
+}
+
+// spanOf is the time between the first and the last sample of bucket b, if still held.
+func (h *history) spanOf(b int64) (time.Duration, bool) {
+	n := int64(len(h.spreadIdx))
+	s := int(((b % n) + n) % n)
+	if h.spreadIdx[s] != b {
+		return 0, false
+	}
+	return h.span[s], true
 }
 
 // latest is the newest closed floor of column c.

@@ -583,7 +583,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	age := now.Sub(p.first)
 	left, haveLeft := e.memoryLeft(uuid)
 	urgent := func(v *view) bool {
-		return haveLeft && v.fastRate > 0 && left < v.fastRate*cfg.ShortWindow.Seconds()
+		return haveLeft && v.fastRate > 0 && left < urgentWindows*v.fastRate*cfg.ShortWindow.Seconds()
 	}
 	if !p.settled {
 		for _, c := range paging {
@@ -770,7 +770,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && urgent:
+	case v.fast && v.rigid && urgent:
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
 	case e.qualifies(v.judge):
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
