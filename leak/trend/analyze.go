@@ -46,13 +46,14 @@ type view struct {
 	// envLong, recent and decel are only computed once the slow rule could apply.
 	longSpan int64 // buckets between the oldest and newest floor in the long window
 
-	settled  bool // the envelope's range over the short window is within sig
-	smooth   bool // since first seen, the floors rose in most buckets, not slowing down
-	line     bool // over the newest half of the short window the floors rise in most buckets
-	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
-	fastRate float64
-	cont     bool // the newest bucket still rises at half the fast rate or more
-	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
+	settled   bool // the envelope's range over the short window is within sig
+	smooth    bool // since first seen, the floors rose in most buckets, not slowing down
+	line      bool // over the newest half of the short window the floors rise in most buckets
+	fast      bool // a steep, clean rise over a quiet floor (see the fast rule)
+	fastRate  float64
+	cont      bool // the newest bucket still rises at half the fast rate or more
+	stretched bool // the newest buckets spread wider than those before (see stretched)
+	rigid     bool // the fast rise shifted its buckets' samples up, it did not stretch them
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -257,7 +258,32 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
 	v.fast, v.fastRate, v.cont, v.rigid = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig)
+	v.stretched = stretched(xs, spreadAt, int(ns), sigma, &sc.bx, &sc.by)
 	return v
+}
+
+// stretched reports whether the newest quarter of a short window's buckets spread wider
+// than the buckets before them (the spreads the history still holds, about a short
+// window), by more than the noise: load, more requests in flight, not a leak, which
+// shifts a bucket's samples without widening them. A saturated burst whose floor ramps
+// for four minutes fits a line as well as a leak does.
+func stretched(xs []float64, spreadAt func(int) (float64, bool), ns int, sigma float64, aBuf, bBuf *[]float64) bool {
+	n := len(xs)
+	q := max(minPoints, ns/4)
+	newer, older := (*aBuf)[:0], (*bBuf)[:0]
+	for i := n - 1; i >= 0 && xs[i] > xs[n-1]-float64(ns+fastBuckets+2); i-- {
+		sp, ok := spreadAt(i)
+		if !ok {
+			continue
+		}
+		if xs[i] > xs[n-1]-float64(q) {
+			newer = append(newer, sp)
+		} else {
+			older = append(older, sp)
+		}
+	}
+	*aBuf, *bBuf = newer, older
+	return len(newer) >= minPoints && len(older) >= minPoints && median(newer) > median(older)+4*sigma
 }
 
 // fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above

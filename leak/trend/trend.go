@@ -772,7 +772,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	switch {
 	case v.fast && v.rigid && urgent:
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
-	case e.qualifies(v.judge):
+	case e.qualifies(v.judge) && !v.stretched:
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs:
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}

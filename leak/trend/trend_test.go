@@ -711,3 +711,77 @@ func TestFreshCUDAContextShortScale(t *testing.T) {
 		t.Errorf("steady at %s, want once the context stopped growing (by 6 min):%s", s, r)
 	}
 }
+
+// TestFastRuleTellsLoadFromLeak: near a full GPU a burst of long inputs ramps the floor
+// as steeply as a fast leak, but it stretches each bucket's samples (more requests in
+// flight: the top rises faster than the floor), while a leak shifts them up as a whole.
+// The burst must not page; the leak with the same floor pages within two minutes.
+func TestFastRuleTellsLoadFromLeak(t *testing.T) {
+	const gib = 1024 * mib
+	onset := 30*time.Minute + 7*time.Second
+	ramp := func(el time.Duration) float64 { // 600 MiB/min for 4 minutes, held, then gone
+		switch x := (el - onset).Minutes(); {
+		case x < 0 || x > 8:
+			return 0
+		case x < 4:
+			return 600 * mib * x
+		default:
+			return 2400 * mib
+		}
+	}
+	base := sawtooth(flat(8*gib), 300*mib) // requests of up to 300 MiB between idle moments
+	// The burst: no idle moment, in-flight activations between the ramp and three times it.
+	burst := func(el time.Duration) float64 {
+		if r := ramp(el); r > 0 {
+			phase := int(el/(5*time.Second)) % 4
+			return 8*gib + r*(1+2*float64(phase)/3)
+		}
+		return base(el)
+	}
+	leak := func(el time.Duration) float64 {
+		return base(el) + 600*mib*math.Max(0, (el-onset).Minutes())
+	}
+	total := 140.0 * gib
+	for _, tc := range []struct {
+		name  string
+		alloc func(time.Duration) float64
+		pages bool
+	}{{"burst", burst, false}, {"leak", leak, true}} {
+		reserved := func(el time.Duration) float64 { return tc.alloc(el) + 256*mib }
+		used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
+		// 9 GiB free besides the working set: at 600 MiB/min that is 15 minutes.
+		other := total - used(0) - 9*gib
+		r := scenario{d: 45 * time.Minute, alloc: tc.alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: other}.run(t)
+		a := r.alerted(0)
+		switch {
+		case tc.pages && (a < onset || a > onset+2*time.Minute):
+			t.Errorf("%s flagged at %s, want within 2 minutes of %s:%s", tc.name, a, onset, r)
+		case !tc.pages && a >= 0:
+			t.Errorf("%s flagged at %s, want quiet:%s", tc.name, a, r)
+		}
+	}
+}
+
+// TestFastRuleUrgentPartWayUp: a steep leak on a GPU with more room than two short
+// windows of it is not urgent at its onset; once the memory left shrinks below that, the
+// fast rule pages although the floor before the newest buckets is the leak itself (it
+// used to look only at the window before the newest three buckets, which was no longer
+// quiet, and left the page to the short rule).
+func TestFastRuleUrgentPartWayUp(t *testing.T) {
+	const gib = 1024 * mib
+	onset := 30*time.Minute + 7*time.Second
+	alloc := func(el time.Duration) float64 { return 8*gib + 500*mib*math.Max(0, (el-onset).Minutes()) }
+	reserved := func(el time.Duration) float64 { return alloc(el) + 256*mib }
+	used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
+	total := 140.0 * gib
+	// 12 GiB free: about 24.5 minutes at 500 MiB/min, urgent after about 4.5.
+	other := total - used(0) - 12*gib
+	r := scenario{d: 45 * time.Minute, alloc: alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: other}.run(t)
+	a := r.alerted(0)
+	if a < onset+4*time.Minute || a > onset+5*time.Minute+30*time.Second {
+		t.Fatalf("flagged at %s, want once urgent, 4.5–5.5 minutes after %s:%s", a, onset, r)
+	}
+	if !strings.Contains(r.changes[len(r.changes)-1].reason, "buckets over a quiet floor") {
+		t.Errorf("flagged by another rule: %s", r.changes[len(r.changes)-1].reason)
+	}
+}
