@@ -348,8 +348,12 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
 	// (more requests in flight: a bucket's top rises faster than its floor). So the
-	// run's spreads (less the rise's own drift within each bucket, see spreadAt) must
-	// not exceed the quiet window's usual spread by more than the noise.
+	// run's median spread (less the rise's own drift within each bucket, see spreadAt)
+	// must not exceed the quiet window's upper quartile by more than the noise. The
+	// quartile, not the median: requests of heavy-tailed sizes make three buckets'
+	// spreads noisy, and a leak near a full GPU must not miss its page on that (with
+	// the median 1 of 60 such leaks ran the GPU out unflagged; with the quartile none,
+	// while 12 of 60 saturated bursts near a full GPU still page: docs/leak-detection.md).
 	var pre, in []float64
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		if sp, ok := spreadAt(i); ok {
@@ -361,7 +365,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 			in = append(in, sp)
 		}
 	}
-	rigid = len(pre) >= minPoints && len(in) >= fastBuckets-1 && median(in) <= median(pre)+4*sigma
+	rigid = len(pre) >= minPoints && len(in) >= fastBuckets-1 && median(in) <= upperQuartile(pre)+4*sigma
 	return true, rate, cont, rigid
 }
 
@@ -464,4 +468,10 @@ func signCritical(n int) int {
 		tail += coef * p
 	}
 	return 0
+}
+
+// upperQuartile is the 75th percentile of v (nearest rank), which it reorders.
+func upperQuartile(v []float64) float64 {
+	slices.Sort(v)
+	return v[(3*(len(v)-1)+2)/4]
 }
