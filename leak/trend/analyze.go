@@ -32,28 +32,30 @@ const urgentWindows = 2
 
 // view is what one column's floors say at a bucket close (see analyze).
 type view struct {
-	present bool    // the short window holds at least minPoints floors
-	newest  float64 // the envelope's newest point
-	sigma   float64
-	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
-	w       int64   // envelope width in buckets: the longest give-back excursion seen
+	present     bool    // the short window holds at least minPoints floors
+	newest      float64 // the envelope's newest point
+	sigma       float64
+	sigmaUsed   float64 // sigma, at least sigmaMin
+	recentNoise float64 // sigma over the newest few bucket changes (+Inf without them)
+	sig         float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
+	w           int64   // envelope width in buckets: the longest give-back excursion seen
 
 	short, long fitResult // the floors themselves, exported
 	judge       fitResult // the envelope over max(short window, 3 w)
+	half        fitResult // the envelope over max(half a short window, 3 w)
 	envLong     fitResult // the envelope over the long window since the warm-up, in blocks
 	recent      fitResult // the envelope's newest quarter of the long window
 	decel       bool      // the long envelope slows down (see decelerates)
 	// envLong, recent and decel are only computed once the slow rule could apply.
 	longSpan int64 // buckets between the oldest and newest floor in the long window
 
-	settled   bool // the envelope's range over the short window is within sig
-	smooth    bool // since first seen, the floors rose in most buckets, not slowing down
-	line      bool // over the newest half of the short window the floors rise in most buckets
-	fast      bool // a steep, clean rise over a quiet floor (see the fast rule)
-	fastRate  float64
-	cont      bool // the newest bucket still rises at half the fast rate or more
-	stretched bool // the newest buckets spread wider than those before (see stretched)
-	rigid     bool // the fast rise shifted its buckets' samples up, it did not stretch them
+	settled  bool // the envelope's range over the short window is within sig
+	smooth   bool // since first seen, the floors rose in most buckets, not slowing down
+	line     bool // over the newest half of the short window the floors rise in most buckets
+	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
+	fastRate float64
+	cont     bool // the newest bucket still rises at half the fast rate or more
+	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -132,6 +134,31 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		v.sigma = 1.4826 * median(d) / math.Sqrt2
 	}
 	sigma := math.Max(v.sigma, sigmaMin)
+	v.sigmaUsed = sigma
+	// The same spread over the newest few changes only: a line's floors rise by the same
+	// step each bucket, as smoothly as the floors moved before; a saturated server's
+	// floor is the least load in flight in each bucket, which jumps from bucket to
+	// bucket (see track's early start).
+	if k := max(minPoints, int(ns)/4); len(d) >= k {
+		rd := grow(&sc.bx, 0)
+		for i := n - 1; i > 0 && len(rd) < k; i-- {
+			if xs[i]-xs[i-1] == 1 {
+				rd = append(rd, ps[i]-ps[i-1])
+			} else {
+				break
+			}
+		}
+		sc.bx = rd
+		if len(rd) == k {
+			md := median(rd)
+			for i := range rd {
+				rd[i] = math.Abs(rd[i] - md)
+			}
+			v.recentNoise = 1.4826 * median(rd) / math.Sqrt2
+		} else {
+			v.recentNoise = math.Inf(1)
+		}
+	}
 	v.sig = math.Max(4*sigma, cfg.MinRate*cfg.ShortWindow.Seconds())
 
 	// Give-back excursions: a floor that rose at least sig above a level and came back
@@ -173,6 +200,18 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		// NVML's view: the allocator cache's high-water mark steps up by segments as
 		// rarer, larger requests arrive; only steps of sig count as new highs.
 		v.judge.highs = highs(jy, v.sig)
+	}
+	// The newest half of it, for a rise that began within the short window: a line fills
+	// half of it about 2.5 minutes sooner than the whole.
+	// Not for NVML's used of a process that pushes nothing: its high-water mark steps.
+	v.half = v.judge
+	if nh := min(max(ns/2, 3*v.w), nl); nh < nj && !coarse {
+		hlo := n
+		for hlo > 0 && xs[hlo-1] > -float64(nh) {
+			hlo--
+		}
+		hx, hy := blocks(xs[hlo:], env[hlo:], 40, &sc.jx, &sc.jy)
+		v.half = sc.robustFit(hx, hy, sigma)
 	}
 	// The slow rule's fits, only once it could apply: half a long window since the
 	// warm-up, and an envelope that rises at all.
@@ -258,32 +297,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
 	v.fast, v.fastRate, v.cont, v.rigid = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig)
-	v.stretched = stretched(xs, spreadAt, int(ns), sigma, &sc.bx, &sc.by)
 	return v
-}
-
-// stretched reports whether the newest quarter of a short window's buckets spread wider
-// than the buckets before them (the spreads the history still holds, about a short
-// window), by more than the noise: load, more requests in flight, not a leak, which
-// shifts a bucket's samples without widening them. A saturated burst whose floor ramps
-// for four minutes fits a line as well as a leak does.
-func stretched(xs []float64, spreadAt func(int) (float64, bool), ns int, sigma float64, aBuf, bBuf *[]float64) bool {
-	n := len(xs)
-	q := max(minPoints, ns/4)
-	newer, older := (*aBuf)[:0], (*bBuf)[:0]
-	for i := n - 1; i >= 0 && xs[i] > xs[n-1]-float64(ns+fastBuckets+2); i-- {
-		sp, ok := spreadAt(i)
-		if !ok {
-			continue
-		}
-		if xs[i] > xs[n-1]-float64(q) {
-			newer = append(newer, sp)
-		} else {
-			older = append(older, sp)
-		}
-	}
-	*aBuf, *bBuf = newer, older
-	return len(newer) >= minPoints && len(older) >= minPoints && median(newer) > median(older)+4*sigma
 }
 
 // fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above

@@ -348,7 +348,17 @@ type growState struct {
 	slope float64 // bytes/s
 	fit   float64
 	line  bool // it started as a line (most buckets rising), not a staircase
+	early bool // it started on the newest half of the short window (see track)
 }
+
+// smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
+// than the floors' usual noise for a rise to start on half a window: a leak's floor
+// rises by about the same step each bucket, a floor that jumps is something else.
+const smoothNoise = 5
+
+// earlyPersist is how many buckets a rise that qualified on the newest half of the
+// short window must keep qualifying before it pages (see judge).
+const earlyPersist = 2
 
 // probation is how many short windows after the warm-up a staircase must also persist
 // for a short window before it pages (see judge).
@@ -616,7 +626,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		e.track(&p.grow[c], v, now, urgent(v))
+		// Memory outside the allocator does not rise with the load in flight, so a rise
+		// there may start on half a window (see track).
+		e.track(&p.grow[c], v, now, urgent(v), c == colUnattributed)
 	}
 	settledAt := p.h.bucketEnd(p.settledAt)
 	sustained := func(c int) bool {
@@ -631,6 +643,11 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// loaded on demand after a pause) than leaking; such a staircase must keep
 			// going for a short window before it pages. A line does not wait.
 			need = max(need, cfg.ShortWindow)
+		}
+		if g.early {
+			// A rise seen on half a window must go on for earlyPersist before it pages:
+			// a saturated burst's floor ramps for a few minutes, then holds.
+			need = max(need, earlyPersist*cfg.Bucket)
 		}
 		return now.Sub(g.since) >= need
 	}
@@ -724,14 +741,15 @@ func (e *Engine) qualifies(f fitResult) bool {
 // for a minute or two exactly like a steep leak, and drops back (measured: without this
 // condition the fast rule paged on 52 of 100 saturated bursts): on a roomy GPU waiting
 // for the short window costs a few minutes, a false page costs the alert.
-func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent, early bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
 	if !v.present {
 		*g = growState{}
 		return
 	}
-	relaxed := v.judge.ok && v.judge.slope/b >= cfg.MinRate/2 && v.judge.r2 >= cfg.MinFit-0.2
+	relaxedOn := func(f fitResult) bool { return f.ok && f.slope/b >= cfg.MinRate/2 && f.r2 >= cfg.MinFit-0.2 }
+	relaxed := relaxedOn(v.judge)
 	// The slow rule needs half the long window since the warm-up: it is for growth the
 	// short window cannot resolve, which can wait, and the late steps of a cache that
 	// resumed filling after its warm-up fit a line over half an hour too (measured: a
@@ -744,8 +762,16 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && !v.decel && f.rise >= v.sig &&
 			v.recent.ok && v.recent.slope/b >= rate/2
 	}
+	if g.growing() && g.rule != ruleFast && v.fast && v.rigid && urgent {
+		// The GPU is about to run out: the fast rule takes over growth another rule
+		// started (and may still have to confirm), and pages now.
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
+		return
+	}
 	if g.growing() {
-		keep := relaxed
+		// Growth that started on the newest half of the window is kept while that half
+		// still shows it: the whole window catches up with it only later.
+		keep := relaxed || (g.early && relaxedOn(v.half))
 		switch g.rule {
 		case ruleFast:
 			keep = keep || v.cont
@@ -772,8 +798,14 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	switch {
 	case v.fast && v.rigid && urgent:
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
-	case e.qualifies(v.judge) && !v.stretched:
+	case e.qualifies(v.judge):
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
+	case early && e.qualifies(v.half) && v.half.rise >= v.sig && v.recentNoise <= smoothNoise*v.sigmaUsed:
+		// A rise that began within the short window, judged on the newest half of it:
+		// only where load cannot raise the floor (memory outside the allocator), since
+		// a saturated server's floor ramps for minutes as smoothly as a leak's; and only
+		// as smooth as the floors usually are, and once it went on for earlyPersist.
+		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs:
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	}
@@ -805,7 +837,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds())
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false)
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true

@@ -719,14 +719,16 @@ func TestFreshCUDAContextShortScale(t *testing.T) {
 func TestFastRuleTellsLoadFromLeak(t *testing.T) {
 	const gib = 1024 * mib
 	onset := 30*time.Minute + 7*time.Second
-	ramp := func(el time.Duration) float64 { // 600 MiB/min for 4 minutes, held, then gone
+	// 600 MiB/min for 2.5 minutes, held for 2, then gone: too short for the short rule
+	// (TestSaturatedBurst), steep enough for the fast one.
+	ramp := func(el time.Duration) float64 {
 		switch x := (el - onset).Minutes(); {
-		case x < 0 || x > 8:
+		case x < 0 || x > 4.5:
 			return 0
-		case x < 4:
+		case x < 2.5:
 			return 600 * mib * x
 		default:
-			return 2400 * mib
+			return 1500 * mib
 		}
 	}
 	base := sawtooth(flat(8*gib), 300*mib) // requests of up to 300 MiB between idle moments
@@ -783,5 +785,28 @@ func TestFastRuleUrgentPartWayUp(t *testing.T) {
 	}
 	if !strings.Contains(r.changes[len(r.changes)-1].reason, "buckets over a quiet floor") {
 		t.Errorf("flagged by another rule: %s", r.changes[len(r.changes)-1].reason)
+	}
+}
+
+// TestUnattributedEarly: memory outside the allocator does not follow the load in flight,
+// so a rise there is judged on the newest half of the short window: a 20 MiB/min leak of
+// raw allocations pages within five minutes of its onset, not the six or more the whole
+// window takes; a flat unattributed series under a busy allocator stays quiet.
+func TestUnattributedEarly(t *testing.T) {
+	onset := 30*time.Minute + 7*time.Second
+	alloc := sawtooth(flat(2048*mib), 600*mib)
+	reserved := flat(3072 * mib)
+	used := func(el time.Duration) float64 { return reserved(el) + line(700*mib, 20*mib, onset)(el) }
+	r := scenario{d: 50 * time.Minute, alloc: alloc, reserved: reserved, used: used}.run(t)
+	a := r.alerted(0)
+	if a < onset || a > onset+5*time.Minute {
+		t.Fatalf("flagged at %s, want within 5 minutes of %s:%s", a, onset, r)
+	}
+	if v := r.changes[len(r.changes)-1].verdict; v != UnattributedGrowth {
+		t.Errorf("verdict %s, want %s", v, UnattributedGrowth)
+	}
+	quiet := scenario{d: 50 * time.Minute, alloc: alloc, reserved: reserved, used: func(el time.Duration) float64 { return reserved(el) + 700*mib }}.run(t)
+	if a := quiet.alerted(0); a >= 0 {
+		t.Errorf("flat unattributed alerted at %s:%s", a, quiet)
 	}
 }
