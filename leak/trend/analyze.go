@@ -260,12 +260,12 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 
 	// Smooth (asked for during the warm-up only): since the series was first seen, the
 	// same sign test says the floor rose in most buckets, and in each of the last
-	// fastBuckets (the rise goes on), and its newest short window
-	// rises at least steadyPace of its average pace since then. A leak from the first
+	// fastBuckets (the rise goes on), and its newest short window (at most the newest
+	// half of what it has seen) rises at least steadyPace of its average pace since then. A leak from the first
 	// request is a line from the start; a warm-up is front-loaded (the model, then the
 	// cache, then ever rarer shapes and kernels), so it slows down; a staircase rises
 	// in few buckets.
-	if needSmooth && h.last-h.first < nl && n > inShort {
+	if needSmooth && h.last-h.first < nl && n >= 2*minPoints {
 		up, all = 0, 0
 		rising := n > fastBuckets // and still rising, bucket after bucket
 		for i := 1; i < n; i++ {
@@ -280,7 +280,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		}
 		if rising && all >= n-2 && up >= e.signCritical(all) {
 			average := (ps[n-1] - ps[0]) / (xs[n-1] - xs[0])
-			newest := sc.repeatedMedian(xs[lo:], ps[lo:])
+			// The newest short window, or the newest half of the history if that is
+			// shorter (a process just past its warm-up).
+			nlo := n - min(inShort, n/2)
+			newest := sc.repeatedMedian(xs[nlo:], ps[nlo:])
 			v.smooth = average > 0 && newest >= steadyPace*average
 		}
 	}

@@ -127,6 +127,19 @@ func (c Config) maxWarmUp() time.Duration {
 	return max(m, c.WarmUp)
 }
 
+// contextLoad is how long a fresh CUDA context keeps loading modules, smoothly, outside
+// the allocator: 520 → 680 MiB over the first two to three minutes on an H200, whatever
+// the detector's settings.
+const contextLoad = 3 * time.Minute
+
+// smoothFrom is the age from which a smooth, steady rise may end the warm-up (a leak
+// from the first request): WarmUp, but not while a fresh CUDA context may still be
+// loading its modules (at settings scaled down for short traces, where WarmUp is a
+// minute: then WarmUp plus a short window, at most contextLoad).
+func (c Config) smoothFrom() time.Duration {
+	return max(c.WarmUp, min(c.WarmUp+c.ShortWindow, contextLoad))
+}
+
 // warmUpsInMax is how many warm-ups the warm-up may last by default (MaxWarmUp 0): an
 // hour at the defaults, which covers caches seen filling in steps for half an hour after
 // start, and scaled with WarmUp so that settings scaled down for a short trace scale the
@@ -576,7 +589,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		since = p.settledAt
 	}
 	_, pushing := p.h.latest(colAllocated)
-	needSmooth := !p.settled && now.Sub(p.first) >= cfg.WarmUp+cfg.ShortWindow
+	needSmooth := !p.settled && now.Sub(p.first) >= cfg.smoothFrom()
 	for c := range numCols {
 		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth)
 		if views[c].short.n == 0 {
@@ -700,7 +713,7 @@ func (e *Engine) warmUpOver(age time.Duration, views [numCols]view, paging []int
 	if flat {
 		return endFlat
 	}
-	if age >= cfg.WarmUp+cfg.ShortWindow {
+	if age >= cfg.smoothFrom() {
 		for _, c := range paging {
 			v := &views[c]
 			if v.present && v.smooth && e.qualifies(v.judge) {
