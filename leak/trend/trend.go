@@ -133,11 +133,14 @@ func (c Config) maxWarmUp() time.Duration {
 const contextLoad = 3 * time.Minute
 
 // smoothFrom is the age from which a smooth, steady rise may end the warm-up (a leak
-// from the first request): WarmUp, but not while a fresh CUDA context may still be
-// loading its modules (at settings scaled down for short traces, where WarmUp is a
-// minute: then WarmUp plus a short window, at most contextLoad).
+// from the first request): half a short window after WarmUp (15 min at the defaults),
+// so that a Python gen-2 collector, which frees its garbage every 6 to 14 minutes, has
+// collected once (its first ramp is a clean line from the start: from WarmUp on, 38 of
+// 100 such sawtooths paged); and not while a fresh CUDA context may still be loading its
+// modules (at settings scaled down for short traces: then WarmUp plus a short window, at
+// most contextLoad).
 func (c Config) smoothFrom() time.Duration {
-	return max(c.WarmUp, min(c.WarmUp+c.ShortWindow, contextLoad))
+	return max(c.WarmUp+c.ShortWindow/2, min(c.WarmUp+c.ShortWindow, contextLoad))
 }
 
 // warmUpsInMax is how many warm-ups the warm-up may last by default (MaxWarmUp 0): an

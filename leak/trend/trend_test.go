@@ -810,3 +810,21 @@ func TestUnattributedEarly(t *testing.T) {
 		t.Errorf("flat unattributed alerted at %s:%s", a, quiet)
 	}
 }
+
+// TestLeakFromStartAndFirstCollection: a leak from the first request rises smoothly at a
+// steady pace from the start and is flagged half a short window after the warm-up (15
+// min at the defaults, it was 20), while a garbage collector's first ramp, just as
+// smooth until its first collection at 13 minutes, is not flagged at all.
+func TestLeakFromStartAndFirstCollection(t *testing.T) {
+	leak := scenario{d: 40 * time.Minute, alloc: sawtooth(line(2048*mib, 12*mib, 0), 300*mib)}.run(t)
+	if a := leak.alerted(0); a < 0 || a > 16*time.Minute {
+		t.Errorf("leak from the start flagged at %s, want by 16 minutes:%s", a, leak)
+	}
+	gc := func(el time.Duration) float64 { // 40 MiB/min of garbage, collected every 13 min
+		return 2048*mib + 40*mib*math.Mod(el.Minutes(), 13)
+	}
+	r := scenario{d: 90 * time.Minute, alloc: sawtooth(gc, 300*mib)}.run(t)
+	if a := r.alerted(0); a >= 0 {
+		t.Errorf("garbage collector's sawtooth alerted at %s:%s", a, r)
+	}
+}
