@@ -695,10 +695,8 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 // that pushes nothing) has been flat for a short window: the floor stopped rising, so a
 // cache that fills in steps for half an hour is not judged while it fills; or once a
 // paging series rises smoothly and at a steady pace (a sign test: it rises in most
-// buckets, unlike a staircase, and it does not slow down, unlike a filling cache) for
-// two short windows after WarmUp: a leak from the first request; at the latest at
-// MaxWarmUp. Two windows, because a fresh CUDA context loads modules smoothly for two
-// or three minutes of real time whatever the settings.
+// buckets, unlike a staircase, and it does not slow down, unlike a filling cache) from
+// smoothFrom on: a leak from the first request; at the latest at MaxWarmUp.
 func (e *Engine) warmUpOver(age time.Duration, views [numCols]view, paging []int) warmUpEnd {
 	cfg := &e.cfg
 	if age < cfg.WarmUp {
@@ -752,11 +750,13 @@ func (e *Engine) qualifies(f fitResult) bool {
 // window of the floor stopping.
 //
 // The fast rule starts growth only when urgent: at the pace of the rise, the memory left
-// on the GPU lasts less than a short window, so waiting for the short rule would mean
-// paging after the out-of-memory error. A saturated server's floor rises with its load
-// for a minute or two exactly like a steep leak, and drops back (measured: without this
-// condition the fast rule paged on 52 of 100 saturated bursts): on a roomy GPU waiting
-// for the short window costs a few minutes, a false page costs the alert.
+// on the GPU lasts less than urgentWindows short windows, so waiting for the short rule
+// could mean paging after the out-of-memory error. A saturated server's floor rises
+// with its load for a minute or two exactly like a steep leak, and drops back
+// (measured: without this condition the fast rule paged on 52 of 100 saturated
+// bursts): on a roomy GPU waiting for the short window costs a few minutes, a false page
+// costs the alert. It also wants a rigid rise (see fastRule): near a full GPU a burst
+// whose buckets stretch is load.
 func (e *Engine) track(g *growState, v *view, now time.Time, urgent, early bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
