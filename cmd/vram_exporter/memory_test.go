@@ -1,8 +1,10 @@
 package main
 
 import (
+	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -36,5 +38,21 @@ func TestAPIRejectedGathersWithLittleGarbage(t *testing.T) {
 	t.Logf("%d bytes allocated per gather", per)
 	if per > 1<<10 {
 		t.Fatalf("%d bytes allocated per gather, want under 1 KiB", per)
+	}
+}
+
+// Every page of the daemon's binary that the kernel maps counts in its RSS, and a
+// binary's text is mapped whole where the page cache holds it in large folios (ext4 on
+// Linux 6.16 and later). go-nvml's moq mocks were 1.3 MB of it, linked only for demo
+// mode's fake NVML, which does without them.
+func TestDaemonDoesNotLinkTheNVMLMocks(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "github.com/NVIDIA/go-nvml/pkg/nvml/mock" {
+			t.Fatalf("the daemon links %s", pkg)
+		}
 	}
 }
