@@ -10,7 +10,8 @@
 // through to an embedded nil gonvml.Interface (or gonvml.Device) and panic: an
 // unexpected NVML call fails a test loudly. It embeds go-nvml's interfaces, not its moq
 // mocks (pkg/nvml/mock), because demo mode links it into the daemon: the mocks' code for
-// every NVML call was 1.3 MB of the daemon's binary, all of it mapped, so resident.
+// every NVML call was 1.2 MB of the daemon's binary, which counts in its RSS where the
+// kernel maps the binary whole.
 //
 // Like go-nvml, whose types it implements, it needs cgo: a binary built without cgo has
 // neither NVML nor this fake (nvml.ErrNotBuiltIn).
