@@ -127,9 +127,9 @@ func SetFromCgroup(limit uint64, getenv func(string) string) int64 {
 // GCPercent is the daemon's GOGC unless the environment sets one. Its heap is small
 // (about 2-3 MiB live on a node with 16 pushing processes) and steady, so the default
 // 100, a goal of twice the live heap, was a third of the daemon's anonymous memory for
-// the sake of collections it hardly needs to avoid: at 50 the same node held 2.2 MiB
-// less and collected four times a minute instead of once, each a fraction of a
-// millisecond of CPU (README, "Costs").
+// the sake of collections it hardly needs to avoid: at 50 the same node held 2-3 MiB
+// less anonymous memory and collected about five times a minute instead of twice,
+// about a millisecond of CPU each (1.3 -> 5 ms a minute; README, "Memory").
 const GCPercent = 50
 
 // SetGCPercent sets the garbage collector's GOGC to GCPercent, unless the GOGC
