@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"sort"
@@ -403,12 +404,22 @@ func (h *Handler) fill(v *join.View, key cacheKey, e *encoded) {
 	}
 }
 
-// blockWriters compress cached blocks at gzip's default level, as promhttp does; the
-// per-scrape parts use the fastest level, they are a few kilobytes.
-var blockWriters = sync.Pool{New: func() any {
-	w, _ := flate.NewWriter(nil, flate.DefaultCompression)
-	return w
-}}
+// Every flate.Writer holds about 650 KiB of hash tables whatever its level, so writers
+// are pooled per package, not kept per scrape's scratch: a scratch buffer stays pooled
+// for each scraper that ever scraped at the same time as another, and each kept its own
+// writer. blockWriters compress cached blocks at gzip's default level, as promhttp
+// does; partWriters the per-scrape parts too large to store (see storeBelow), at the
+// fastest level.
+var (
+	blockWriters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.DefaultCompression)
+		return w
+	}}
+	partWriters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.BestSpeed)
+		return w
+	}}
+)
 
 // scrapeBuf is one scrape's scratch: the per-scrape families before and after the
 // cached block, their deflated forms, and the emitter the live vram_* families go into.
@@ -417,7 +428,6 @@ type scrapeBuf struct {
 	prefix, suffix bytes.Buffer
 	gzHead, gzTail bytes.Buffer
 	whole          bytes.Buffer // the response, when small enough to write at once
-	fw, store      *flate.Writer
 }
 
 // maxKeptBuf is the largest scratch buffer a pooled scrapeBuf keeps: the per-scrape
@@ -492,13 +502,9 @@ var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255}
 func (b *scrapeBuf) gzip(block *encoded) [3][]byte {
 	b.gzHead.Write(gzipHeader)
 	if b.prefix.Len() > 0 {
-		fw := b.writer(b.prefix.Len(), &b.gzHead)
-		_, _ = fw.Write(b.prefix.Bytes())
-		_ = fw.Flush()
+		deflatePart(&b.gzHead, b.prefix.Bytes(), false)
 	}
-	fw := b.writer(b.suffix.Len(), &b.gzTail)
-	_, _ = fw.Write(b.suffix.Bytes())
-	_ = fw.Close() // the final block
+	deflatePart(&b.gzTail, b.suffix.Bytes(), true)
 	// The daemon's per-scrape families all sort after the block's first, so there is
 	// no prefix and the block's CRC just continues over the suffix.
 	crc := block.crc
@@ -530,20 +536,44 @@ func (b *scrapeBuf) zstd(block *encoded) [3][]byte {
 // of a scrape) than their bytes cost to send.
 const storeBelow = 8 << 10
 
-// writer returns a flate writer onto w suited to n bytes of input.
-func (b *scrapeBuf) writer(n int, w io.Writer) *flate.Writer {
-	if n < storeBelow {
-		if b.store == nil {
-			b.store, _ = flate.NewWriter(nil, flate.NoCompression)
+// deflatePart appends p to dst as deflate blocks ending at a byte boundary (a sync
+// flush), the last one final if final; dst must be at a byte boundary too, as after the
+// gzip header or the cached block.
+func deflatePart(dst *bytes.Buffer, p []byte, final bool) {
+	if len(p) < storeBelow {
+		storeBlocks(dst, p, final)
+		return
+	}
+	fw := partWriters.Get().(*flate.Writer)
+	fw.Reset(dst)
+	_, _ = fw.Write(p) // a bytes.Buffer does not fail
+	if final {
+		_ = fw.Close()
+	} else {
+		_ = fw.Flush()
+	}
+	fw.Reset(io.Discard) // the pool must not keep dst
+	partWriters.Put(fw)
+}
+
+// storeBlocks appends p to dst as stored deflate blocks (RFC 1951 3.2.4), what a
+// flate.Writer at NoCompression writes, without the writer's 650 KiB; dst must be at a
+// byte boundary.
+func storeBlocks(dst *bytes.Buffer, p []byte, final bool) {
+	for {
+		n := min(len(p), math.MaxUint16)
+		var hdr [5]byte // BFINAL and BTYPE 00 padded to a byte, LEN, NLEN
+		if final && n == len(p) {
+			hdr[0] = 1
 		}
-		b.store.Reset(w)
-		return b.store
+		binary.LittleEndian.PutUint16(hdr[1:], uint16(n))
+		binary.LittleEndian.PutUint16(hdr[3:], ^uint16(n))
+		dst.Write(hdr[:])
+		dst.Write(p[:n])
+		if p = p[n:]; len(p) == 0 {
+			return
+		}
 	}
-	if b.fw == nil {
-		b.fw, _ = flate.NewWriter(nil, flate.BestSpeed)
-	}
-	b.fw.Reset(w)
-	return b.fw
 }
 
 // negotiateEncoding picks the content coding as promhttp does: the offer with the

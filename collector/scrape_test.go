@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"compress/flate"
 	"compress/gzip"
 	"github.com/vram-exporter/vram_exporter/internal/testenv"
 	"hash/crc32"
@@ -11,7 +12,9 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -438,6 +441,77 @@ func TestHandlerCountsScrapesAsPromhttp(t *testing.T) {
 	} {
 		if !strings.Contains(b, want) {
 			t.Errorf("missing %q", strings.TrimSpace(want))
+		}
+	}
+}
+
+// Each flate.Writer holds about 650 KiB whatever its level. A scratch buffer stays
+// pooled for every scraper that ever scraped alongside another; one that kept a writer
+// of its own for the few kilobytes of per-scrape families cost the daemon that much
+// for good, per such scraper. A new scraper's first gzip scrape of a cached view now
+// allocates its scratch buffer and nothing of that size.
+func TestGzipScrapeKeepsNoWriterPerScratchBuffer(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a collection would empty the pools
+	r := newScrapeRig(t, fixtureView(), false)
+	gz := map[string]string{"Accept-Encoding": "gzip"}
+	if w := get(t, r.h, "/metrics", gz); w.Code != 200 { // encodes the view, warms the pools
+		t.Fatal(w.Code)
+	}
+	// Two scrapes at once: the second takes a new scratch buffer from the handler's pool.
+	first := r.h.bufs.Get().(*scrapeBuf)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	w := get(t, r.h, "/metrics", gz)
+	runtime.ReadMemStats(&after)
+	r.h.putBuf(first)
+	if w.Code != 200 {
+		t.Fatal(w.Code)
+	}
+	if b := body(t, w); !strings.Contains(b, "promhttp_metric_handler_requests_total") {
+		t.Fatalf("gzip body lacks the per-scrape families:\n%s", b)
+	}
+	got := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a new scraper's first gzip scrape allocated %d KiB", got>>10)
+	if got > 512<<10 { // its emitter and buffers are about 200 KiB; one writer is over 640
+		t.Fatalf("a new scraper's first gzip scrape allocated %d KiB: a flate writer per scratch buffer?", got>>10)
+	}
+}
+
+// deflatePart's stored and compressed blocks, around a cached block as the handler
+// joins them, decode to the three parts in order, for sizes across storeBelow and across
+// the 65,535-byte limit of one stored block.
+func TestDeflatePartJoinsAroundTheCachedBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	text := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abcdefgh \n{}=\"_0123456789"[rng.IntN(25)]
+		}
+		return b
+	}
+	var cached bytes.Buffer
+	fw, _ := flate.NewWriter(&cached, flate.DefaultCompression)
+	block := text(5000)
+	_, _ = fw.Write(block)
+	_ = fw.Flush()
+	for _, n := range []int{0, 1, storeBelow - 1, storeBelow, 70000, 140000} {
+		for _, prefix := range []bool{false, true} {
+			var head, tail bytes.Buffer
+			pre, suf := text(n), text(n+3)
+			if prefix {
+				deflatePart(&head, pre, false)
+			} else {
+				pre = nil
+			}
+			deflatePart(&tail, suf, true)
+			all := slices.Concat(head.Bytes(), cached.Bytes(), tail.Bytes())
+			out, err := io.ReadAll(flate.NewReader(bytes.NewReader(all)))
+			if err != nil {
+				t.Fatalf("n=%d prefix=%v: %v", n, prefix, err)
+			}
+			if want := slices.Concat(pre, block, suf); !bytes.Equal(out, want) {
+				t.Fatalf("n=%d prefix=%v: decoded %d bytes, want %d", n, prefix, len(out), len(want))
+			}
 		}
 	}
 }

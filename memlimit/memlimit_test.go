@@ -185,3 +185,14 @@ func TestHeldIsPlausible(t *testing.T) {
 		t.Fatalf("Held() = %d", h)
 	}
 }
+
+func TestSetGCPercent(t *testing.T) {
+	old := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(old)
+	if got := SetGCPercent(func(string) string { return "" }); got != GCPercent || debug.SetGCPercent(100) != GCPercent {
+		t.Fatalf("set %d, the runtime had %d", got, GCPercent)
+	}
+	if got := SetGCPercent(func(k string) string { return map[string]string{"GOGC": "200"}[k] }); got != 0 || debug.SetGCPercent(100) != 100 {
+		t.Fatalf("GOGC set by the operator was overridden (%d)", got)
+	}
+}

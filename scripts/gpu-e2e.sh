@@ -29,7 +29,8 @@
 #           over 2,000 kept-alive gzip scrapes, idle CPU per minute (utime+stime with no
 #           scrapes), RSS, vram_nvml_poll_duration_seconds next to the raw time of the
 #           same NVML calls (scripts/nvmlraw), and the RSS of an NVML-only Go program
-#           (scripts/nvmlbaseline). Figures only: it fails nothing.
+#           (scripts/nvmlbaseline), each RSS also split into RssAnon and RssFile.
+#           Figures only: it fails nothing.
 #
 # usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=390] [LEAK_ONSET=240] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
 # Phase 4 needs bin/scrapetime, bin/nvmlraw and bin/nvmlbaseline (or go to build them):
@@ -138,6 +139,9 @@ if [ "$COST" = 1 ]; then
   # utime+stime of a process in clock ticks (fields 14 and 15, counted after comm).
   cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
   rss_mb() { awk '/^VmRSS:/ {printf "%.1f MB", $2 / 1024}' "/proc/$1/status"; }
+  # RssAnon (heap, stacks, the driver's allocations) and RssFile (mapped binary and
+  # library pages, clean and shared with the page cache) of a process.
+  rss_split() { awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {printf "%.1f / %.1f MB", a / 1024, f / 1024}' "/proc/$1/status"; }
   hz=$(getconf CLK_TCK)
   pushers=0
   pusher_pids=()
@@ -165,12 +169,14 @@ if [ "$COST" = 1 ]; then
     t0=$(cpu_ticks "$cdaemon"); sleep "$idle"; t1=$(cpu_ticks "$cdaemon")
     res[idle,$n]="$(( (t1 - t0) * 1000 * 60 / hz / idle )) ms/min"
     res[rss,$n]=$(rss_mb "$cdaemon")
+    res[split,$n]=$(rss_split "$cdaemon")
   done
   "$nvmlbaseline" > "$work/baseline.out" 2>&1 &
   base=$!
   pids+=("$base")
   wait_file "$work/baseline.out"; sleep 2
   baserss=$(rss_mb "$base")
+  basesplit=$(rss_split "$base")
   kill "$base"; wait "$base" 2>/dev/null
   {
     echo "| on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) | 1 process | 16 pushing processes |"
@@ -179,6 +185,8 @@ if [ "$COST" = 1 ]; then
     echo "| idle CPU (no scrapes) | ${res[idle,1]} | ${res[idle,16]} |"
     echo "| RSS | ${res[rss,1]} | ${res[rss,16]} |"
     echo "| NVML-only Go program RSS (scripts/nvmlbaseline) | $baserss | |"
+    echo "| RssAnon / RssFile | ${res[split,1]} | ${res[split,16]} |"
+    echo "| NVML-only Go program RssAnon / RssFile | $basesplit | |"
     echo "| vram_nvml_poll_duration_seconds (median of 5) | ${res[poll,1]} | ${res[poll,16]} |"
     echo "| raw NVML, the same calls (scripts/nvmlraw, p50 of 200) | ${res[raw,1]} | ${res[raw,16]} |"
   } | tee "$OUT/cost.md"

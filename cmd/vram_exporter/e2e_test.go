@@ -10,11 +10,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vram-exporter/vram_exporter/memlimit"
 )
 
 // The end-to-end tests build the real binary, run it as a separate process without a
@@ -201,6 +204,15 @@ func TestDaemonWithoutNVMLServesMetricsAndStopsCleanly(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	// The small heap's GOGC (memlimit.SetGCPercent), or the operator's from the
+	// environment the daemon inherits.
+	wantGC := strconv.Itoa(memlimit.GCPercent)
+	if env := os.Getenv("GOGC"); env != "" {
+		wantGC = env
+	}
+	if v, _ := metricValue(body, "go_gc_gogc_percent"); v != wantGC {
+		t.Errorf("go_gc_gogc_percent = %q, want %s", v, wantGC)
 	}
 	if code, _ := d.get("/"); code != 200 {
 		t.Errorf("landing page answered %d", code)

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
@@ -49,8 +50,7 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 	mux := http.NewServeMux()
 	api := newAPIHandler(cfg, joiner)
 	// The API's refusals are counted per scrape, not sampled with the view.
-	others := prometheus.NewRegistry()
-	others.MustRegister(apiRejectedCounter(api))
+	others := apiRejected(api)
 	mux.Handle(cfg.Web.TelemetryPath, newMetricsHandler(cfg, joiner, ps, clk, reg, others, logger))
 	mux.Handle("/api/v1/", api)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
@@ -80,18 +80,26 @@ func newHTTPHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushSta
 	return mux, nil
 }
 
-// apiRejectedCounter exports the API's in-flight refusals, so a dashboard refreshing
-// too often shows up as a rate rather than as silent 503s.
-func apiRejectedCounter(h *apiserver.Handler) prometheus.Collector {
-	return prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "vram_api_requests_rejected_total",
-		Help: "Requests to /api/v1 answered 503 because the most requests the daemon builds at once were already being served; retry later or refresh less often.",
-	}, func() float64 { return float64(h.Rejected()) })
+// apiRejected exports the API's in-flight refusals, so a dashboard refreshing too often
+// shows up as a rate rather than as silent 503s. It is gathered on every scrape, so it
+// builds its one family itself: a Registry's Gather makes two 1,000-slot channels per
+// call, 32 KiB of garbage a scrape, most of what a scrape allocated and so most of the
+// collections a busy scraper caused.
+func apiRejected(h *apiserver.Handler) prometheus.Gatherer {
+	name := "vram_api_requests_rejected_total"
+	help := "Requests to /api/v1 answered 503 because the most requests the daemon builds at once were already being served; retry later or refresh less often."
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		v := float64(h.Rejected())
+		return []*dto.MetricFamily{{
+			Name: &name, Help: &help, Type: dto.MetricType_COUNTER.Enum(),
+			Metric: []*dto.Metric{{Counter: &dto.Counter{Value: &v}}},
+		}}, nil
+	})
 }
 
 // newMetricsHandler serves /metrics: the vram_* families encoded once per view plus
 // reg's (Go runtime, process, build info and promhttp_*) per scrape.
-func newMetricsHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, reg, others *prometheus.Registry, logger *zap.Logger) http.Handler {
+func newMetricsHandler(cfg config.Config, joiner *join.Joiner, ps collector.PushStats, clk clock.Clock, reg *prometheus.Registry, others prometheus.Gatherer, logger *zap.Logger) http.Handler {
 	c := collector.New(joiner, ps, logger.Named("collector")).WithNow(clk.Now).WithHeadroomMargin(cfg.Headroom.SafetyMarginBytes).WithCmdline(cfg.Collector.ProcessCmdline)
 	// reg's collectors are gathered once per view with the vram_* families; the handler
 	// counts its scrapes itself (promhttp_metric_handler_*).

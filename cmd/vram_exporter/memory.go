@@ -10,9 +10,13 @@ import (
 	"github.com/vram-exporter/vram_exporter/memlimit"
 )
 
-// limitMemory gives the Go runtime a soft limit below the cgroup's memory limit
-// (docs/operations.md: Memory), unless GOMEMLIMIT is set.
+// limitMemory lowers GOGC for the daemon's small heap, unless GOGC is set, and gives the
+// Go runtime a soft limit below the cgroup's memory limit (README: Memory), unless
+// GOMEMLIMIT is set.
 func limitMemory(logger *zap.Logger) {
+	if gc := memlimit.SetGCPercent(os.Getenv); gc > 0 {
+		logger.Debug("garbage collector set for a small steady heap (GOGC overrides it)", zap.Int("gogc", gc))
+	}
 	limit, err := memlimit.CgroupLimit("/proc/self/cgroup", "/sys/fs/cgroup")
 	switch {
 	case errors.Is(err, memlimit.ErrNoLimit):

@@ -4,17 +4,17 @@ package nvmltest
 
 import (
 	"fmt"
+
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // device is a GPU (slot < 0) or one MIG slot of a GPU. It reads its spec from the server
 // on every call, so Update takes effect at once and handles stay valid.
 type device struct {
-	mock.Device
-	s    *Server
-	gpu  int
-	slot int
+	gonvml.Device // nil: what device does not implement panics
+	s             *Server
+	gpu           int
+	slot          int
 }
 
 var _ gonvml.Device = (*device)(nil)

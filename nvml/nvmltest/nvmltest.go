@@ -1,14 +1,17 @@
 //go:build cgo
 
 // Package nvmltest is a fake NVML for tests, benchmarks and demo mode: a gonvml.Interface
-// built on go-nvml's pkg/nvml/mock that serves GPUs, MIG devices and process lists from
-// plain specs, and lets a test make any call fail on any GPU, remove a symbol an older
-// driver lacks, or make Init fail as on a host without a driver.
+// that serves GPUs, MIG devices and process lists from plain specs, and lets a test make
+// any call fail on any GPU, remove a symbol an older driver lacks, or make Init fail as
+// on a host without a driver.
 //
-// Unlike the moq mocks it embeds, it keeps no per-call history (only a bounded counter
-// per call name), so a long-running demo or benchmark does not grow without bound.
-// Methods it does not implement fall through to the embedded mock, whose nil Func
-// panics: an unexpected NVML call fails a test loudly.
+// It keeps no per-call history (only a bounded counter per call name), so a long-running
+// demo or benchmark does not grow without bound. Methods it does not implement fall
+// through to an embedded nil gonvml.Interface (or gonvml.Device) and panic: an
+// unexpected NVML call fails a test loudly. It embeds go-nvml's interfaces, not its moq
+// mocks (pkg/nvml/mock), because demo mode links it into the daemon: the mocks' code for
+// every NVML call was 1.2 MB of the daemon's binary, which counts in its RSS where the
+// kernel maps the binary whole.
 //
 // Like go-nvml, whose types it implements, it needs cgo: a binary built without cgo has
 // neither NVML nor this fake (nvml.ErrNotBuiltIn).
@@ -22,7 +25,6 @@ import (
 	"sync"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 )
 
 // MiB is 2^20 bytes.
@@ -119,7 +121,7 @@ func H200s(n, procsPerGPU int) []GPUSpec {
 // Server is a fake NVML serving GPUSpecs. Pass it wherever a gonvml.Interface is wanted.
 // All methods are safe for concurrent use.
 type Server struct {
-	*mock.Interface
+	gonvml.Interface // nil: what Server does not implement panics
 
 	mu            sync.Mutex
 	gpus          []GPUSpec
@@ -131,7 +133,7 @@ type Server struct {
 	calls         map[string]int
 	devs          []*device
 	migDevs       map[[2]int]*device
-	ext           *mock.ExtendedInterface
+	ext           symbols
 }
 
 type failKey struct{ call, uuid string }
@@ -140,7 +142,6 @@ type failKey struct{ call, uuid string }
 // driver 570.124.06. Every symbol is present and no call fails until told otherwise.
 func NewServer(gpus ...GPUSpec) *Server {
 	s := &Server{
-		Interface:     &mock.Interface{},
 		driverVersion: "570.124.06",
 		nvmlVersion:   "12.570.124.06",
 		fails:         map[failKey]gonvml.Return{},
@@ -148,7 +149,7 @@ func NewServer(gpus ...GPUSpec) *Server {
 		calls:         map[string]int{},
 		migDevs:       map[[2]int]*device{},
 	}
-	s.ext = &mock.ExtendedInterface{LookupSymbolFunc: s.lookupSymbol}
+	s.ext = symbols{s}
 	s.gpus = fillDefaults(gpus)
 	return s
 }
@@ -360,6 +361,11 @@ func (s *Server) Shutdown() gonvml.Return {
 	}
 	return r
 }
+
+// symbols is the Server's gonvml.ExtendedInterface.
+type symbols struct{ s *Server }
+
+func (x symbols) LookupSymbol(name string) error { return x.s.lookupSymbol(name) }
 
 // Extensions implements gonvml.Interface.
 func (s *Server) Extensions() gonvml.ExtendedInterface {

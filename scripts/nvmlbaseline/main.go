@@ -3,10 +3,17 @@
 // memory once (so the driver's per-device state exists) and sleeps until killed.
 // scripts/gpu-e2e.sh reports its RSS next to the daemon's.
 //
+// With -allow-missing it keeps sleeping when the library cannot be loaded, so that on a
+// machine without a GPU it is the floor of the same Go program without NVML, to compare
+// with the daemon run with --nvml.library-path=/nonexistent/libnvidia-ml.so.1 (the NVML
+// library itself is most of the floor on a GPU machine).
+//
 //	go build -o bin/nvmlbaseline ./scripts/nvmlbaseline && bin/nvmlbaseline
+//	bin/nvmlbaseline -library-path /nonexistent/libnvidia-ml.so.1 -allow-missing
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -16,20 +23,35 @@ import (
 )
 
 func main() {
-	lib := gonvml.New()
-	if ret := lib.Init(); ret != gonvml.SUCCESS {
-		fmt.Fprintln(os.Stderr, "nvmlbaseline: NVML init:", gonvml.ErrorString(ret))
-		os.Exit(1)
+	path := flag.String("library-path", "", "libnvidia-ml to load (empty: the loader's search, as the daemon's default)")
+	allowMissing := flag.Bool("allow-missing", false, "keep running without NVML when it cannot be initialised")
+	flag.Parse()
+	var opts []gonvml.LibraryOption
+	if *path != "" {
+		opts = append(opts, gonvml.WithLibraryPath(*path))
 	}
-	n, _ := lib.DeviceGetCount()
-	for i := range n {
-		if d, ret := lib.DeviceGetHandleByIndex(i); ret == gonvml.SUCCESS {
-			_, _ = d.GetMemoryInfo_v2()
+	lib := gonvml.New(opts...)
+	n := 0
+	if ret := lib.Init(); ret != gonvml.SUCCESS {
+		if !*allowMissing {
+			fmt.Fprintln(os.Stderr, "nvmlbaseline: NVML init:", gonvml.ErrorString(ret), "(-allow-missing runs without it)")
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "nvmlbaseline: running without NVML:", gonvml.ErrorString(ret))
+		lib = nil
+	} else {
+		n, _ = lib.DeviceGetCount()
+		for i := range n {
+			if d, ret := lib.DeviceGetHandleByIndex(i); ret == gonvml.SUCCESS {
+				_, _ = d.GetMemoryInfo_v2()
+			}
 		}
 	}
 	fmt.Println("ready", n)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 	<-sig
-	_ = lib.Shutdown()
+	if lib != nil {
+		_ = lib.Shutdown()
+	}
 }
