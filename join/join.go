@@ -32,6 +32,14 @@ type FactsReader interface {
 	Facts(pid uint32) (procinfo.Facts, error)
 }
 
+// refresher is a FactsReader that keeps facts between ticks and can be asked to read a
+// process again now (procinfo.Cache): a start time that disagrees with a connection's
+// may only be the cache's, up to procinfo.StatRefresh old where pidfds are unavailable,
+// so it is re-read before a connection is left out for a reused PID.
+type refresher interface {
+	Refresh(pid uint32) (procinfo.Facts, error)
+}
+
 // Recorder receives every joined view (trace recording). Errors are logged, never fatal.
 type Recorder interface {
 	Record(v *View) error
@@ -322,6 +330,17 @@ func (j *Joiner) dropReusedPIDs(senders []push.Sender, facts map[uint32]procinfo
 					facts[s.PID], ok = f, true
 				}
 				// Other errors are left to the fact reads below, which count and log them.
+			}
+			if ok && f.StartTicks != 0 && f.StartTicks != s.StartTicks && !j.reusedConns[s.ConnID] {
+				if r, can := j.facts.(refresher); can {
+					var err error
+					if f, err = r.Refresh(s.PID); err == nil {
+						facts[s.PID] = f
+					} else {
+						delete(facts, s.PID) // gone: the fact reads below see it too
+						ok = false
+					}
+				}
 			}
 			if ok && f.StartTicks != 0 && f.StartTicks != s.StartTicks {
 				if j.reusedConns == nil {
