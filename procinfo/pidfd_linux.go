@@ -3,6 +3,7 @@ package procinfo
 import (
 	"os"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,14 +35,18 @@ func pidfdOpen(pid uint32) (int, error) { return unix.PidfdOpen(int(pid), 0) }
 
 // pidfdExited reports whether the process behind fd has exited. A failed poll counts as
 // exited: the caller then reads the process again, which is never wrong, only slower.
+// The poll has a zero timeout, so it is made as a raw system call: a Go system call
+// would wake the runtime's monitor thread (sysmon) on every tick of an idle daemon, for
+// a call that cannot block.
 func pidfdExited(fd int) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
+	var zero unix.Timespec
 	for {
-		n, err := unix.Poll(fds, 0)
-		if err == unix.EINTR {
+		n, _, errno := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&zero)), 0, 0, 0)
+		if errno == unix.EINTR {
 			continue
 		}
-		return err != nil || n > 0
+		return errno != 0 || n > 0
 	}
 }
 
