@@ -54,7 +54,7 @@ func ReadList(l ListsInto, kind int, buf *[]gonvml.ProcessInfo) ([]gonvml.Proces
 		n, ret := call(*buf)
 		switch {
 		case ret == gonvml.SUCCESS:
-			list := (*buf)[:n]
+			list := (*buf)[:min(max(n, 0), len(*buf))]
 			if want := listHeadroom(n); want > len(*buf) {
 				// The next list must fit without a retry.
 				*buf = make([]gonvml.ProcessInfo, want)
