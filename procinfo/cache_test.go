@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -148,6 +149,19 @@ func TestCachePidfdSeesExitAtOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	pid := uint32(cmd.Process.Pid)
+	// Start returns once the exec is past the point of no return, a moment before the new
+	// program's arguments are in place: wait (bounded) for them.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+		if err == nil && len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's command line never appeared: %q %v", b, err)
+		}
+		runtime.Gosched()
+	}
 	first, err := c.Facts(pid)
 	if err != nil {
 		t.Fatal(err)
