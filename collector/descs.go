@@ -64,7 +64,7 @@ func newDescs() descs {
 		procUsed:         nd("process_gpu_memory_used_bytes", "GPU memory a process holds as the driver sees it (NVML compute, graphics and MPS lists, deduplicated). pid is a host PID. The compute list is read every --nvml.poll-interval, the graphics and MPS lists every 5 s (the last ones kept in between; a process in the compute list has this tick's figure).", procLabels...),
 		procUnattributed: nd("process_unattributed_bytes", "Driver view minus allocator view: process GPU memory used minus the reserved bytes of its top-level pushed pools. CUDA context, cuBLAS/cuDNN/NCCL workspaces, TensorRT persistent memory, plugins. Negative when an allocator reports more than the driver sees."+sampled, procLabels...),
 		procInfo:         nd("process_info", "Facts about a GPU process from procfs; always 1. Join with `* on(pid) group_left(comm, container_id) vram_process_info`. container_id matches kube-state-metrics.", "pid", "comm", "cmdline", "container_id", "pod_uid"),
-		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs."+sampled, "pid"),
+		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs, read again at most every 10 s."+sampled, "pid"),
 		procStart:        nd("process_start_time_seconds", "Start time of a GPU process since the Unix epoch; a new value for the same pid is a new process.", "pid"),
 
 		rtAllocated:     nd("runtime_allocated_bytes", "Bytes live tensors/buffers occupy in an allocator pool, as pushed by the process. Nested pools (parent set) are inside their parent.", poolLabels...),

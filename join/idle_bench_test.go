@@ -31,6 +31,8 @@ type idleNode struct {
 	poller *nvml.Poller
 	store  *push.Store
 	joiner *join.Joiner
+	facts  *procinfo.Cache
+	pids   []uint32
 	msgs   [][]byte
 	creds  []push.Cred
 }
@@ -61,6 +63,8 @@ func newIdleNode(b *testing.B, n int) *idleNode {
 		b.Skip(err)
 	}
 	facts := procinfo.NewCache(reader, clk)
+	b.Cleanup(func() { _ = facts.Close() })
+	node.facts, node.pids = facts, pids
 	node.store = push.NewStore(30*time.Second, 1024, clk)
 	for i, pid := range pids {
 		start, _ := reader.StartTicks(pid)
@@ -88,6 +92,21 @@ func newIdleNode(b *testing.B, n int) *idleNode {
 
 // second is one second of the idle daemon: the pushes of that second, a poll, a join.
 func (node *idleNode) second(b *testing.B, ingest, poll, tick bool) {
+	node.secondFacts(b, ingest, poll, tick, false)
+}
+
+// secondFacts is second, or with facts only the process fact lookups a join makes (one
+// per PID: pidfd polls, a stat read every procinfo.StatRefresh).
+func (node *idleNode) secondFacts(b *testing.B, ingest, poll, tick, facts bool) {
+	if facts {
+		node.clk.Advance(time.Second)
+		for _, pid := range node.pids {
+			if _, err := node.facts.Facts(pid); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
 	node.clk.Advance(time.Second)
 	now := node.clk.Now()
 	if ingest {
@@ -137,19 +156,24 @@ func realPIDs(b *testing.B, n int) []uint32 {
 
 // BenchmarkIdleSecond is one second of the daemon's idle work with 1 and 16 pushing
 // processes (no scrapes; views are encoded only when scraped): ns/op × 60 is its CPU per
-// minute, NVML's own time (the fake's is near zero) and the runtime's collections
-// aside. The parts are timed on their own too.
+// minute, NVML's own time (the fake's is near zero), the runtime's collections and its
+// wakeups (per push message: the netpoller, sysmon woken by the read's system call, the
+// read goroutine) aside. The parts are timed on their own too; facts is the join's
+// process fact lookups alone, part of join.
 func BenchmarkIdleSecond(b *testing.B) {
 	for _, n := range []int{1, 16} {
 		for _, part := range []struct {
-			name               string
-			ingest, poll, tick bool
-		}{{"all", true, true, true}, {"ingest", true, false, false}, {"poll", false, true, false}, {"join", false, false, true}} {
+			name                      string
+			ingest, poll, tick, facts bool
+		}{
+			{"all", true, true, true, false}, {"ingest", true, false, false, false}, {"poll", false, true, false, false},
+			{"join", false, false, true, false}, {"facts", false, false, false, true},
+		} {
 			b.Run(fmt.Sprintf("procs=%d/%s", n, part.name), func(b *testing.B) {
 				node := newIdleNode(b, n)
 				b.ReportAllocs()
 				for b.Loop() {
-					node.second(b, part.ingest, part.poll, part.tick)
+					node.secondFacts(b, part.ingest, part.poll, part.tick, part.facts)
 				}
 			})
 		}

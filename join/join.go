@@ -32,6 +32,14 @@ type FactsReader interface {
 	Facts(pid uint32) (procinfo.Facts, error)
 }
 
+// refresher is a FactsReader that keeps facts between ticks and can be asked to read a
+// process again now (procinfo.Cache): a start time that disagrees with a connection's
+// may only be the cache's, up to procinfo.StatRefresh old where pidfds are unavailable,
+// so it is re-read before a connection is left out for a reused PID.
+type refresher interface {
+	Refresh(pid uint32) (procinfo.Facts, error)
+}
+
 // Recorder receives every joined view (trace recording). Errors are logged, never fatal.
 type Recorder interface {
 	Record(v *View) error
@@ -78,6 +86,16 @@ type Joiner struct {
 	fed, observed map[trend.Key]bool
 
 	diag diagnosis
+
+	scratch tickScratch
+}
+
+// tickScratch are Tick's lookup maps, cleared and refilled every tick.
+type tickScratch struct {
+	gpuIndex map[string]string
+	procs    map[procKey]*Process
+	facts    map[uint32]procinfo.Facts
+	factsErr map[uint32]bool
 }
 
 // New returns a Joiner. push and facts may be nil (socket disabled, no procfs).
@@ -135,13 +153,23 @@ func (j *Joiner) Tick() *View {
 	snap := j.nvml.Latest()
 	v := &View{Time: now, NVML: snap, Demo: j.opts.Demo}
 
-	gpuIndex := make(map[string]string, len(snap.GPUs))
+	// The per-tick maps are scratch kept between ticks (nothing published refers to
+	// them); the view and its processes are new every tick, since views are immutable.
+	sc := &j.scratch
+	if sc.gpuIndex == nil {
+		sc.gpuIndex, sc.procs = map[string]string{}, map[procKey]*Process{}
+		sc.facts, sc.factsErr = map[uint32]procinfo.Facts{}, map[uint32]bool{}
+	}
+	clear(sc.gpuIndex)
+	clear(sc.procs)
+	clear(sc.facts)
+	clear(sc.factsErr)
+	gpuIndex, procs, facts, factsErr := sc.gpuIndex, sc.procs, sc.facts, sc.factsErr
 	for _, g := range snap.GPUs {
 		gpuIndex[g.UUID] = strconv.Itoa(g.Index)
 		v.GPUs = append(v.GPUs, GPU{GPU: g})
 	}
 
-	procs := make(map[procKey]*Process)
 	get := func(pid uint32, uuid string) *Process {
 		k := procKey{pid, uuid}
 		p, ok := procs[k]
@@ -157,8 +185,6 @@ func (j *Joiner) Tick() *View {
 		p.UsedBytes = np.UsedBytes
 		p.Kinds = np.Kinds
 	}
-	facts := map[uint32]procinfo.Facts{}
-	factsErr := map[uint32]bool{}
 	if j.push != nil {
 		senders := j.dropReusedPIDs(j.push.Snapshot(), facts, factsErr)
 		v.Senders = senders
@@ -204,6 +230,7 @@ func (j *Joiner) Tick() *View {
 		sort.Slice(p.Pools, func(a, b int) bool { return p.Pools[a].Name < p.Pools[b].Name })
 		v.Processes = append(v.Processes, *p)
 	}
+	clear(procs) // the Processes are copied into the view; hold no pointers to them
 	sort.Slice(v.Processes, func(a, b int) bool {
 		pa, pb := &v.Processes[a], &v.Processes[b]
 		if pa.UUID != pb.UUID {
@@ -322,6 +349,17 @@ func (j *Joiner) dropReusedPIDs(senders []push.Sender, facts map[uint32]procinfo
 					facts[s.PID], ok = f, true
 				}
 				// Other errors are left to the fact reads below, which count and log them.
+			}
+			if ok && f.StartTicks != 0 && f.StartTicks != s.StartTicks && !j.reusedConns[s.ConnID] {
+				if r, can := j.facts.(refresher); can {
+					var err error
+					if f, err = r.Refresh(s.PID); err == nil {
+						facts[s.PID] = f
+					} else {
+						delete(facts, s.PID) // gone: the fact reads below see it too
+						ok = false
+					}
+				}
 			}
 			if ok && f.StartTicks != 0 && f.StartTicks != s.StartTicks {
 				if j.reusedConns == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
+	"github.com/vram-exporter/vram_exporter/procinfo"
 	"github.com/vram-exporter/vram_exporter/push"
 )
 
@@ -114,5 +115,48 @@ func TestJoinForgetsPushOnlyTrendsWhenTheSenderLeaves(t *testing.T) {
 	ps.s = ps.s[1:] // sender 1 left
 	if v := j.Tick(); v.TrendKeys != 1 {
 		t.Errorf("trend keys %d after the sender left, want only the remaining sender's 1", v.TrendKeys)
+	}
+}
+
+// staleFacts is a caching FactsReader whose Facts may be older than procfs: PID 100's
+// cached start is its previous owner's (1000); Refresh reads procfs (now).
+type staleFacts struct {
+	now       map[uint32]uint64
+	refreshes int
+}
+
+func (f *staleFacts) Facts(pid uint32) (procinfo.Facts, error) {
+	return procinfo.Facts{PID: pid, Comm: "python3", StartTicks: uint64(pid) * 10}, nil
+}
+
+func (f *staleFacts) Refresh(pid uint32) (procinfo.Facts, error) {
+	f.refreshes++
+	return procinfo.Facts{PID: pid, Comm: "python3", StartTicks: f.now[pid]}, nil
+}
+
+// A new pusher whose PID the facts cache still remembers under its previous owner is not
+// taken for a reused PID: the disagreeing start time is read again first. A connection
+// found reused is not re-read on later ticks.
+func TestJoinRereadsStaleStartBeforeDroppingSender(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	fresh := sender(1, 100, now, torchOn(gpuA))
+	fresh.StartTicks = 5000 // the new owner of PID 100, as the push server read it at connect
+	reused := sender(2, 300, now, torchOn(gpuB))
+	reused.StartTicks = 2999 // PID 300 really names another process now (started at 3000)
+	facts := &staleFacts{now: map[uint32]uint64{100: 5000, 300: 3000}}
+	j := New(&fakeNVML{snapshot(now)}, &fakePush{s: []push.Sender{fresh, reused}}, facts, Options{}, zap.NewNop())
+	for tick := range 3 {
+		v := j.Tick()
+		p := find(t, v, 100, gpuA)
+		if !p.Pushed || p.Facts.StartTicks != 5000 {
+			t.Fatalf("tick %d: the new pusher was dropped or carries stale facts: pushed %v start %d", tick, p.Pushed, p.Facts.StartTicks)
+		}
+		if p := find(t, v, 300, gpuB); p.Pushed || v.PIDReusedSenders != 1 {
+			t.Fatalf("tick %d: reused PID 300 kept (pushed %v), reused count %d", tick, p.Pushed, v.PIDReusedSenders)
+		}
+	}
+	// Per tick: PID 100 re-read (its cached start still disagrees); PID 300 only once.
+	if facts.refreshes != 3+1 {
+		t.Fatalf("%d refreshes over 3 ticks, want 4", facts.refreshes)
 	}
 }

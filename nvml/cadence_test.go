@@ -123,3 +123,23 @@ func TestCadences(t *testing.T) {
 		t.Errorf("after a GPU appeared: GetMigMode %d, BAR1 %d calls, want 3 each", c["GetMigMode"], c["GetBAR1MemoryInfo"])
 	}
 }
+
+// A steady poll reads each process list with one driver call, however many processes it
+// holds (go-nvml's wrappers make two for more than one, and allocate both buffers).
+func TestPollOneListCallPerPoll(t *testing.T) {
+	srv := nvmltest.NewServer(nvmltest.H200s(1, 40)...)
+	h := newHarness(t, srv)
+	if s := h.up(); len(s.Processes) != 40 {
+		t.Fatalf("first poll: %d processes, want 40", len(s.Processes))
+	}
+	if c := srv.Calls("GetComputeRunningProcesses"); c != 2 {
+		t.Fatalf("first poll: %d compute list calls, want 2 (sizing the buffer)", c)
+	}
+	for sec := 1; sec <= 3; sec++ {
+		srv.ResetCalls()
+		s := h.tick()
+		if c := srv.Calls("GetComputeRunningProcesses"); c != 1 || len(s.Processes) != 40 {
+			t.Fatalf("poll %d: %d compute list calls, %d processes; want 1 and 40", sec, c, len(s.Processes))
+		}
+	}
+}

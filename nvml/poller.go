@@ -43,6 +43,7 @@ type Poller struct {
 	up            bool // Init succeeded and Shutdown has not been called
 	lost          bool // the last poll found the driver gone; Run re-initialises
 	syms          symbols
+	raw           *rawLists // the driver's v3 list calls, nil without them
 	driverVersion string
 	nvmlVersion   string
 	devices       []deviceState // per NVML index, rebuilt when the count changes
@@ -203,6 +204,8 @@ func (p *Poller) start() error {
 			has("nvmlDeviceGetMigDeviceHandleByIndex") && has("nvmlDeviceGetGpuInstanceId") &&
 			has("nvmlDeviceGetComputeInstanceId"),
 	}
+	// Looked up again after every Init: Shutdown may have unloaded the library.
+	p.raw = lookupRawLists()
 	if v, ret := p.lib.SystemGetDriverVersion(); ret == gonvml.SUCCESS {
 		p.driverVersion = v
 	} else {

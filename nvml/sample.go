@@ -14,6 +14,8 @@ import (
 
 var kindNames = [3]string{KindCompute, KindGraphics, KindMPS}
 
+var listCalls = [3]string{CallGetComputeRunningProcesses, CallGetGraphicsRunningProcesses, CallGetMPSComputeRunningProcesses}
+
 // notAvailable is NVML_VALUE_NOT_AVAILABLE as it arrives in an unsigned field.
 const notAvailable = math.MaxUint64
 
@@ -43,6 +45,11 @@ type deviceState struct {
 	bar1   gonvml.BAR1Memory
 	listAt [3]time.Time            // per process list kind; the compute list is read every poll
 	kept   [3][]gonvml.ProcessInfo // the last graphics and MPS lists
+
+	// lists reads the process lists with one driver call each into listBuf, sized from
+	// the last lists (see lists.go); nil: go-nvml's wrappers.
+	lists   ListsInto
+	listBuf [3][]gonvml.ProcessInfo
 
 	migs []deviceState // per MIG slot; handle and ids refreshed every poll
 	gi   int
@@ -154,7 +161,7 @@ func (p *Poller) identify(index int, d *deviceState) bool {
 		p.countLocked(CallGetPciInfo, ret)
 		complete = false
 	}
-	*d = deviceState{handle: h, uuid: uuid, name: name, busID: busID, known: complete}
+	*d = deviceState{handle: h, uuid: uuid, name: name, busID: busID, known: complete, lists: p.raw.listsFor(h)}
 	return true
 }
 
@@ -306,7 +313,7 @@ func (p *Poller) pollMIG(d *deviceState, parent GPU, gpus []GPU) []GPU {
 				m.known = false
 			}
 		}
-		m.handle = h
+		m.handle, m.lists = h, p.raw.listsFor(h)
 		g := GPU{
 			Index: parent.Index, UUID: uuid, Name: m.name, PCIBusID: parent.PCIBusID,
 			ParentUUID: parent.UUID, GPUInstanceID: m.gi, ComputeInstanceID: m.ci,
@@ -348,18 +355,18 @@ func (p *Poller) readProcesses(d *deviceState, uuid string) {
 			ret  gonvml.Return
 			call string
 		)
-		switch kind {
-		case 0:
-			call = CallGetComputeRunningProcesses
+		if kind == 2 && !p.syms.mps {
+			continue
+		}
+		call = listCalls[kind]
+		switch {
+		case d.lists != nil:
+			list, _, ret = ReadList(d.lists, kind, &d.listBuf[kind])
+		case kind == 0:
 			list, ret = d.handle.GetComputeRunningProcesses()
-		case 1:
-			call = CallGetGraphicsRunningProcesses
+		case kind == 1:
 			list, ret = d.handle.GetGraphicsRunningProcesses()
-		case 2:
-			if !p.syms.mps {
-				continue
-			}
-			call = CallGetMPSComputeRunningProcesses
+		default:
 			list, ret = d.handle.GetMPSComputeRunningProcesses()
 		}
 		if ret != gonvml.SUCCESS {

@@ -11,15 +11,34 @@ import (
 	"github.com/vram-exporter/vram_exporter/clock"
 )
 
-// The join asks for the facts of every GPU process on every sample tick, but most of
-// them cannot change while the process lives: its command line, cgroup (container and
-// pod) and start time. Cache reads those once per (PID, start time) and afterwards only
-// /proc/PID/stat, one small file, for what does change (RSS) and to notice that a PID
-// now names another process: one open, read and close per process per tick instead of
-// three files through procfs (BenchmarkFactsCached: about an eighth of the time).
+// The join asks for the facts of every GPU process and every pusher on every sample
+// tick, but most of them cannot change while the process lives: its command line, cgroup
+// (container and pod) and start time. Cache reads those once per (PID, start time). What
+// does change (RSS, and comm after prctl(PR_SET_NAME)) is refreshed from /proc/PID/stat
+// at most every StatRefresh, not every tick: that one read per process per tick was the
+// largest share of the daemon's idle CPU with 16 pushing processes.
+//
+// A PID that names another process must still be noticed at once, since the join drops
+// a push connection whose PID was reused and keys trend histories on the start time.
+// Where pidfds work (Linux 5.3+, procfs of the daemon's own PID namespace, which is the
+// hostPID deployment) the Cache holds one per process and polls it on every call: a
+// process that exited is dropped and its PID read afresh, so reuse is seen on the next
+// tick at the cost of one poll(2). Elsewhere (an older kernel, a host /proc mounted into
+// a container without hostPID) the start time is compared only at each stat refresh, so
+// a reuse is seen up to StatRefresh late; the join's check of a new connection still
+// asks for a fresh read (Refresh), so a new pusher is never taken for a reused PID.
 
 // DefaultForget is how long Cache remembers a process it is no longer asked about.
 const DefaultForget = time.Minute
+
+// StatRefresh is how often a known process's /proc/PID/stat is read again: its RSS (and
+// comm) are at most this old, and without pidfds so is the start time compared to
+// notice a reused PID.
+const StatRefresh = 10 * time.Second
+
+// maxPidfds bounds the descriptors the Cache holds; processes beyond it fall back to the
+// stat cadence rather than risk the daemon's descriptor limit.
+const maxPidfds = 4096
 
 // Cache is a Reader that remembers what does not change while a process lives. It is
 // safe for concurrent use.
@@ -27,59 +46,119 @@ type Cache struct {
 	r      *Reader
 	clock  clock.Clock
 	forget time.Duration
+	pidfds bool // pidfds name the processes under r's root (pidfdsUsable)
+	// read reads a small procfs file (readSmall; tests count calls).
+	read func(path string, buf []byte) (int, error)
 
 	mu        sync.Mutex
 	procs     map[uint32]*cachedFacts
+	openFDs   int
 	lastSweep time.Time
 	buf       [1024]byte // one stat line; the kernel's is well under 1 KiB
 	fullReads uint64     // tests and benchmarks: processes read in full
 }
 
 type cachedFacts struct {
-	f    Facts
-	seen time.Time
+	f      Facts
+	seen   time.Time // last asked about
+	statAt time.Time // last /proc/PID/stat read
+	pidfd  int       // -1: none; the stat cadence alone detects reuse
 }
 
-// NewCache returns a Cache over r; clk (nil: the wall clock) times forgetting.
+// NewCache returns a Cache over r; clk (nil: the wall clock) times forgetting and the
+// stat cadence.
 func NewCache(r *Reader, clk clock.Clock) *Cache {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Cache{r: r, clock: clk, forget: DefaultForget, procs: map[uint32]*cachedFacts{}, lastSweep: clk.Now()}
+	return &Cache{r: r, clock: clk, forget: DefaultForget, pidfds: pidfdsUsable(r.root), read: readSmall,
+		procs: map[uint32]*cachedFacts{}, lastSweep: clk.Now()}
 }
 
-// Facts returns the facts of one process as Reader.Facts does, reading only
-// /proc/PID/stat when the process (PID and start time) is already known.
+// Facts returns the facts of one process as Reader.Facts does, from memory when the
+// process is known, with RSS and comm up to StatRefresh old.
 func (c *Cache) Facts(pid uint32) (Facts, error) {
+	return c.facts(pid, false)
+}
+
+// Refresh is Facts with a /proc/PID/stat read now, whatever the cadence: for a caller
+// about to act on a start time that disagrees with the cached one.
+func (c *Cache) Refresh(pid uint32) (Facts, error) {
+	return c.facts(pid, true)
+}
+
+func (c *Cache) facts(pid uint32, fresh bool) (Facts, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
 	c.sweep(now)
-	line, err := c.readStat(pid)
-	if err != nil {
-		delete(c.procs, pid)
-		return Facts{}, c.r.readErr(pid, "stat", err)
+	e := c.procs[pid]
+	if e != nil && e.pidfd >= 0 && pidfdExited(e.pidfd) {
+		c.drop(pid, e) // the PID may name another process by now: read it afresh
+		e = nil
 	}
-	comm, start, rss, err := parseStat(line)
-	if err != nil {
-		return Facts{}, fmt.Errorf("read stat of process %d under %q: %w", pid, c.r.root, err)
-	}
-	if e := c.procs[pid]; e != nil && e.f.StartTicks == start {
+	if e != nil {
 		e.seen = now
-		e.f.RSSBytes = c.rssBytes(rss)
-		if string(comm) != e.f.Comm { // prctl(PR_SET_NAME) renames a thread; free to follow
-			e.f.Comm = string(comm)
+		if !fresh && now.Sub(e.statAt) < StatRefresh {
+			return e.f, nil
 		}
-		return e.f, nil
+		line, err := c.readStat(pid)
+		if err != nil {
+			c.drop(pid, e)
+			return Facts{}, c.r.readErr(pid, "stat", err)
+		}
+		comm, start, rss, err := parseStat(line)
+		if err != nil {
+			return Facts{}, fmt.Errorf("read stat of process %d under %q: %w", pid, c.r.root, err)
+		}
+		if start == e.f.StartTicks {
+			e.statAt = now
+			e.f.RSSBytes = c.rssBytes(rss)
+			if string(comm) != e.f.Comm { // prctl(PR_SET_NAME) renames a thread; free to follow
+				e.f.Comm = string(comm)
+			}
+			return e.f, nil
+		}
+		c.drop(pid, e) // another process now has the PID
+	}
+	return c.readFull(pid, now)
+}
+
+// readFull reads a process not known (or no longer the one known) and remembers it. The
+// pidfd is opened before the read: if it has not exited after the read, the facts read
+// are that process's, never a successor's.
+func (c *Cache) readFull(pid uint32, now time.Time) (Facts, error) {
+	fd := -1
+	if c.pidfds && c.openFDs < maxPidfds {
+		if fd, _ = pidfdOpen(pid); fd >= 0 {
+			c.openFDs++
+		}
 	}
 	f, err := c.r.Facts(pid)
 	if err != nil {
-		delete(c.procs, pid)
+		c.closeFD(fd)
 		return Facts{}, err
 	}
 	c.fullReads++
-	c.procs[pid] = &cachedFacts{f: f, seen: now}
+	if fd >= 0 && pidfdExited(fd) {
+		// Exited (a zombie not yet reaped): its facts are not worth a pidfd to watch.
+		c.closeFD(fd)
+		return f, nil
+	}
+	c.procs[pid] = &cachedFacts{f: f, seen: now, statAt: now, pidfd: fd}
 	return f, nil
+}
+
+func (c *Cache) drop(pid uint32, e *cachedFacts) {
+	c.closeFD(e.pidfd)
+	delete(c.procs, pid)
+}
+
+func (c *Cache) closeFD(fd int) {
+	if fd >= 0 {
+		pidfdClose(fd)
+		c.openFDs--
+	}
 }
 
 func (c *Cache) rssBytes(pages int64) uint64 {
@@ -97,7 +176,7 @@ func (c *Cache) sweep(now time.Time) {
 	c.lastSweep = now
 	for pid, e := range c.procs {
 		if now.Sub(e.seen) >= c.forget {
-			delete(c.procs, pid)
+			c.drop(pid, e)
 		}
 	}
 }
@@ -109,8 +188,18 @@ func (c *Cache) Len() int {
 	return len(c.procs)
 }
 
+// Close forgets every process and closes the pidfds held for them.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for pid, e := range c.procs {
+		c.drop(pid, e)
+	}
+	return nil
+}
+
 func (c *Cache) readStat(pid uint32) ([]byte, error) {
-	n, err := readSmall(c.r.root+"/"+strconv.FormatUint(uint64(pid), 10)+"/stat", c.buf[:])
+	n, err := c.read(c.r.root+"/"+strconv.FormatUint(uint64(pid), 10)+"/stat", c.buf[:])
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,15 @@ package procinfo
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/internal/testenv"
 )
 
 // tempProc is a procfs root a test can change under the cache.
@@ -48,7 +51,17 @@ func (p *tempProc) write(pid int, comm string, start, rss uint64, argv0 string) 
 	}
 }
 
-func TestCacheReadsOnlyStatForAKnownProcess(t *testing.T) {
+// countReads makes c count its /proc/PID/stat reads.
+func countReads(c *Cache) *int {
+	n := new(int)
+	c.read = func(path string, buf []byte) (int, error) {
+		*n++
+		return readSmall(path, buf)
+	}
+	return n
+}
+
+func TestCacheReadsStatOnlyEveryStatRefresh(t *testing.T) {
 	p := newTempProc(t)
 	p.write(42, "python3", 1000, 10, "/usr/bin/python3")
 	r, err := NewReader(p.root)
@@ -57,6 +70,10 @@ func TestCacheReadsOnlyStatForAKnownProcess(t *testing.T) {
 	}
 	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
 	c := NewCache(r, clk)
+	if c.pidfds {
+		t.Fatal("pidfds used for a procfs root that is not the daemon's namespace")
+	}
+	stats := countReads(c)
 	first, err := c.Facts(42)
 	if err != nil {
 		t.Fatal(err)
@@ -64,34 +81,133 @@ func TestCacheReadsOnlyStatForAKnownProcess(t *testing.T) {
 	if want, _ := r.Facts(42); first != want {
 		t.Fatalf("cached facts %+v, Reader's %+v", first, want)
 	}
-	// Same process (same start time): a changed command line is not read again, RSS is.
+	// Same process: between refreshes nothing is read, RSS stays as it was.
 	p.write(42, "python3", 1000, 20, "/usr/bin/other")
+	for range 9 {
+		clk.Advance(time.Second)
+		got, err := c.Facts(42)
+		if err != nil || got != first {
+			t.Fatalf("within StatRefresh: %+v %v, want %+v", got, err, first)
+		}
+	}
+	if *stats != 0 || c.fullReads != 1 {
+		t.Fatalf("within StatRefresh: %d stat reads, %d full reads; want 0 and 1", *stats, c.fullReads)
+	}
+	// At the refresh: stat again for RSS, the command line is still not read.
+	clk.Advance(StatRefresh - 9*time.Second)
 	got, err := c.Facts(42)
 	if err != nil {
 		t.Fatal(err)
 	}
 	page := uint64(os.Getpagesize())
-	if got.Cmdline != "python3 --flag" || got.RSSBytes != 20*page || c.fullReads != 1 {
-		t.Fatalf("known process: cmdline %q rss %d full reads %d", got.Cmdline, got.RSSBytes, c.fullReads)
+	if got.Cmdline != "python3 --flag" || got.RSSBytes != 20*page || *stats != 1 || c.fullReads != 1 {
+		t.Fatalf("at refresh: cmdline %q rss %d, %d stat reads, %d full reads", got.Cmdline, got.RSSBytes, *stats, c.fullReads)
 	}
-	// The PID now names another process (a new start time): everything is read again.
+	// The PID now names another process. Without pidfds that shows at the next refresh
+	// (the documented lag), or at once through Refresh.
 	p.write(42, "ollama", 5000, 30, "/bin/ollama")
-	got, err = c.Facts(42)
+	if got, _ := c.Facts(42); got.StartTicks != 1000 {
+		t.Fatalf("reuse seen before the refresh without pidfds: %+v", got)
+	}
+	got, err = c.Refresh(42)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Cmdline != "ollama --flag" || got.Comm != "ollama" || got.StartTicks != 5000 || c.fullReads != 2 {
 		t.Fatalf("reused PID: %+v full reads %d", got, c.fullReads)
 	}
-	// Gone: ErrNotFound, and forgotten.
+	// Gone: ErrNotFound at the next refresh, and forgotten.
 	if err := os.RemoveAll(filepath.Join(p.root, "42")); err != nil {
 		t.Fatal(err)
 	}
+	clk.Advance(StatRefresh)
 	if _, err := c.Facts(42); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("gone process: %v", err)
 	}
 	if c.Len() != 0 {
 		t.Fatalf("a gone process is still cached")
+	}
+}
+
+// A real child process under the real /proc: with pidfds its exit is seen on the very
+// next call, without any stat read in between.
+func TestCachePidfdSeesExitAtOnce(t *testing.T) {
+	r, err := NewReader("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewFake(time.Unix(1_800_000_000, 0))
+	c := NewCache(r, clk)
+	t.Cleanup(func() { _ = c.Close() })
+	if !c.pidfds {
+		testenv.Unavailable(t, "pidfd_open (Linux 5.3+) in this PID namespace")
+	}
+	stats := countReads(c)
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		testenv.Unavailable(t, "sleep(1): %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := uint32(cmd.Process.Pid)
+	// Start returns once the exec is past the point of no return, a moment before the new
+	// program's arguments are in place: wait (bounded) for them.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+		if err == nil && len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's command line never appeared: %q %v", b, err)
+		}
+		runtime.Gosched()
+	}
+	first, err := c.Facts(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Comm != "sleep" || first.Cmdline != "sleep 600" || c.openFDs != 1 {
+		t.Fatalf("facts %+v, %d pidfds open", first, c.openFDs)
+	}
+	for range 3 {
+		clk.Advance(time.Second)
+		if got, err := c.Facts(pid); err != nil || got != first {
+			t.Fatalf("live child: %+v %v", got, err)
+		}
+	}
+	if *stats != 0 || c.fullReads != 1 {
+		t.Fatalf("live child: %d stat reads, %d full reads; want 0 and 1", *stats, c.fullReads)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait() // reaped: the PID is free for another process
+	if got, err := c.Facts(pid); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("exited child, clock unchanged: %+v %v; want ErrNotFound", got, err)
+	}
+	if c.Len() != 0 || c.openFDs != 0 {
+		t.Fatalf("exited child: %d cached, %d pidfds open", c.Len(), c.openFDs)
+	}
+}
+
+func TestCacheCloseReleasesPidfds(t *testing.T) {
+	r, err := NewReader("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCache(r, clock.NewFake(time.Unix(1_800_000_000, 0)))
+	if !c.pidfds {
+		testenv.Unavailable(t, "pidfd_open (Linux 5.3+) in this PID namespace")
+	}
+	if _, err := c.Facts(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	if c.openFDs != 1 {
+		t.Fatalf("%d pidfds open, want 1", c.openFDs)
+	}
+	_ = c.Close()
+	if c.openFDs != 0 || c.Len() != 0 {
+		t.Fatalf("after Close: %d pidfds, %d cached", c.openFDs, c.Len())
 	}
 }
 

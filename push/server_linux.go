@@ -58,7 +58,7 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		// them, most of the time) from each pinning a 64 KiB buffer.
 		err := rc.Read(func(fd uintptr) bool {
 			buf = s.bufs.Get().(*[]byte)
-			n, oobn, flags, _, recvErr = unix.Recvmsg(int(fd), *buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+			n, oobn, flags, recvErr = recvmsgNonblock(int(fd), *buf, oob, unix.MSG_CMSG_CLOEXEC)
 			if recvErr == unix.EAGAIN || recvErr == unix.EINTR {
 				s.bufs.Put(buf)
 				buf = nil // never Put twice: two readers would share one buffer

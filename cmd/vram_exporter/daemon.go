@@ -237,7 +237,8 @@ func newSources(cfg config.Config, logger *zap.Logger) (*sources, error) {
 		return nil, fmt.Errorf("process facts: %w", err)
 	default:
 		s.processStart = facts.StartTicks
-		// Read once per process what does not change while it lives; stat per tick.
+		// Read once per process what does not change while it lives; RSS every
+		// procinfo.StatRefresh, PID reuse through pidfds where they work.
 		s.facts = procinfo.NewCache(facts, s.clock)
 	}
 	if cfg.Push.Socket != "" {

@@ -239,6 +239,47 @@ func (d *device) GetMPSComputeRunningProcesses() ([]gonvml.ProcessInfo, gonvml.R
 	return d.processes("GetMPSComputeRunningProcesses", MPS)
 }
 
+// The *Into methods are the single driver call (nvml.ListsInto) the poller makes where it
+// can: each counts as one call of its list, and a buffer too small gets
+// ERROR_INSUFFICIENT_SIZE with the count needed, as the v3 NVML calls document.
+
+func (d *device) GetComputeRunningProcessesInto(buf []gonvml.ProcessInfo) (int, gonvml.Return) {
+	return d.processesInto("GetComputeRunningProcesses", Compute, buf)
+}
+
+func (d *device) GetGraphicsRunningProcessesInto(buf []gonvml.ProcessInfo) (int, gonvml.Return) {
+	return d.processesInto("GetGraphicsRunningProcesses", Graphics, buf)
+}
+
+func (d *device) GetMPSComputeRunningProcessesInto(buf []gonvml.ProcessInfo) (int, gonvml.Return) {
+	return d.processesInto("GetMPSComputeRunningProcesses", MPS, buf)
+}
+
+func (d *device) processesInto(call string, list List, buf []gonvml.ProcessInfo) (int, gonvml.Return) {
+	g, m, r := d.begin(call)
+	defer d.end()
+	if r != gonvml.SUCCESS {
+		return 0, r
+	}
+	procs, gi, ci := g.Procs, uint32(0xFFFFFFFF), uint32(0xFFFFFFFF)
+	if m != nil {
+		procs, gi, ci = m.Procs, uint32(m.GPUInstanceID), uint32(m.ComputeInstanceID)
+	}
+	n := 0
+	for _, p := range procs {
+		if inList(p, list) {
+			if n < len(buf) {
+				buf[n] = gonvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: p.Used, GpuInstanceId: gi, ComputeInstanceId: ci}
+			}
+			n++
+		}
+	}
+	if n > len(buf) {
+		return n, gonvml.ERROR_INSUFFICIENT_SIZE
+	}
+	return n, r
+}
+
 func (d *device) processes(call string, list List) ([]gonvml.ProcessInfo, gonvml.Return) {
 	g, m, r := d.begin(call)
 	defer d.end()
@@ -254,6 +295,12 @@ func (d *device) processes(call string, list List) ([]gonvml.ProcessInfo, gonvml
 		if inList(p, list) {
 			n++
 		}
+	}
+	if n > 1 {
+		// go-nvml's wrapper offers room for one process first: a longer list costs it a
+		// second driver call (after ERROR_INSUFFICIENT_SIZE says how many), counted here
+		// so call counts compare with the *Into path as they would on a driver.
+		d.s.calls[call]++
 	}
 	out := make([]gonvml.ProcessInfo, 0, n)
 	for _, p := range procs {
