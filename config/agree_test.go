@@ -241,8 +241,8 @@ func TestConsumerKeysNameSchemaKeys(t *testing.T) {
 		keys map[string]string
 		skip []string // fields no key sets
 	}{
-		{reflect.TypeOf(trend.Config{}), trendKeys, []string{"MaxWarmUp", "FastRate", "SlowRate"}}, // the detector's own constants (docs/leak-detection.md), not settings
-		{reflect.TypeOf(push.ServerOptions{}), pushKeys, []string{"MaxMessageBytes", "RatePerSecond", "Burst", "MaxConsecutiveRejects", "Clock"}},
+		{reflect.TypeOf(trend.Config{}), trendKeys, []string{"MaxWarmUp", "FastRate", "SlowRate"}},                                                            // the detector's own constants (docs/leak-detection.md), not settings
+		{reflect.TypeOf(push.ServerOptions{}), pushKeys, []string{"MaxMessageBytes", "RatePerSecond", "Burst", "MaxConsecutiveRejects", "ReadPace", "Clock"}}, // ReadPace: the poll interval, set by the daemon
 		{reflect.TypeOf(push.StoreOptions{}), storeKeys, []string{"Clock"}},
 		{reflect.TypeOf(demo.Config{}), demoKeys, nil},
 	} {

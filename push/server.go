@@ -90,7 +90,14 @@ type ServerOptions struct {
 	ConnectBurstPerUID    int
 	FirstMessageTimeout   time.Duration // close a connection that sends nothing this long after connecting
 	IdleTimeout           time.Duration // close a connection that sends nothing for this long
-	Clock                 clock.Clock
+	// ReadPace, when positive, reads every connection once per ReadPace (all that has
+	// arrived since, without waiting) instead of as each message arrives: the daemon
+	// publishes one view per poll anyway, and a wakeup per message was most of an idle
+	// daemon's CPU (scheduler wakeups on a many-core host, not work). Senders' messages
+	// wait in their socket buffers meanwhile; the client's sends do not block. 0, the
+	// default: as each message arrives. The daemon sets it to the poll interval.
+	ReadPace time.Duration
+	Clock    clock.Clock
 }
 
 // DefaultServerOptions returns the defaults of every option (Group "": the daemon's own
@@ -111,6 +118,10 @@ func DefaultServerOptions() ServerOptions {
 		IdleTimeout:           DefaultIdleTimeout,
 	}
 }
+
+// maxReadPace bounds ReadPace: longer, and a sender's socket buffer could fill between
+// two reads at the message rate the server allows.
+const maxReadPace = time.Minute
 
 // maxSocketPath is the longest unix socket path: sun_path is 108 bytes including the
 // terminating NUL.
@@ -152,6 +163,9 @@ func (o ServerOptions) Check(report func(field, problem string)) {
 		report("ConnectRatePerUID", fmt.Sprintf("%g is out of range; use a positive number of connects per second, like %d", o.ConnectRatePerUID, DefaultConnectRatePerUID))
 	}
 	atLeastOne("ConnectBurstPerUID", o.ConnectBurstPerUID, DefaultConnectBurstPerUID)
+	if o.ReadPace < 0 || o.ReadPace > maxReadPace {
+		report("ReadPace", fmt.Sprintf("%s is out of range; use 0 (read each message as it arrives) up to %s", o.ReadPace, maxReadPace))
+	}
 	// Under a second, a client that connects and then samples its GPUs (a first
 	// memory_stats call can take that long) would be cut off.
 	atLeastASecond := func(field string, d, def time.Duration) {
@@ -238,6 +252,7 @@ type Server struct {
 	logger *zap.Logger
 	clock  clock.Clock
 	bufs   sync.Pool // *[]byte of MaxMessageBytes+1, shared by all connections
+	pace   *pacer    // nil: read each message as it arrives (ReadPace 0)
 
 	mu      sync.Mutex
 	ln      *net.UnixListener
@@ -308,6 +323,9 @@ func NewServer(opts ServerOptions, store *Store, logger *zap.Logger) (*Server, e
 		done:    make(chan struct{}),
 		logs:    logLimiter{last: make(map[string]time.Time), suppressed: make(map[string]uint64)},
 	}
+	if opts.ReadPace > 0 {
+		s.pace = newPacer()
+	}
 	size := opts.MaxMessageBytes + 1 // one more byte than allowed tells "too large" apart
 	s.bufs.New = func() any { b := make([]byte, size); return &b }
 	return s, nil
@@ -345,6 +363,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	reaped := make(chan struct{})
 	go func() { defer close(reaped); s.reapLoop() }()
 	defer func() { <-reaped }() // Close (below, or by ctx) has closed done
+	if s.pace != nil {
+		paced := make(chan struct{})
+		go func() { defer close(paced); s.pace.run(s.clock, s.opts.ReadPace, s.done) }()
+		defer func() { <-paced }()
+	}
 	const minBackoff, maxBackoff = 5 * time.Millisecond, time.Second
 	backoff := minBackoff
 	for {

@@ -56,7 +56,7 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		)
 		// Waiting for readability before taking a buffer keeps idle connections (most of
 		// them, most of the time) from each pinning a 64 KiB buffer.
-		err := rc.Read(func(fd uintptr) bool {
+		try := func(fd uintptr) bool {
 			buf = s.bufs.Get().(*[]byte)
 			n, oobn, flags, recvErr = recvmsgNonblock(int(fd), *buf, oob, unix.MSG_CMSG_CLOEXEC)
 			if recvErr == unix.EAGAIN || recvErr == unix.EINTR {
@@ -65,7 +65,22 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 				return false
 			}
 			return true
-		})
+		}
+		var err error
+		if s.pace == nil {
+			err = rc.Read(try)
+		} else {
+			// Paced: drain what has arrived, then sleep until the next pace rather than
+			// until the next message (ServerOptions.ReadPace). A closed connection (the
+			// reaper's, Close's) makes Control fail, and end of stream reads as 0 bytes.
+			for {
+				got := false
+				if err = rc.Control(func(fd uintptr) { got = try(fd) }); err != nil || got {
+					break
+				}
+				s.pace.wait()
+			}
+		}
 		if err == nil {
 			err = recvErr
 		}

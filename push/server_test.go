@@ -610,6 +610,11 @@ func TestServerOptionsCheck(t *testing.T) {
 			`push: MaxConnections: 0 is out of range; use at least 1, like 4096`},
 		{"rate NaN", func(o *ServerOptions) { o.RatePerSecond = math.NaN() },
 			`push: RatePerSecond: NaN is out of range; use a positive number of messages per second, like 100`},
+		{"read pace of a minute", func(o *ServerOptions) { o.ReadPace = time.Minute }, ""},
+		{"negative read pace", func(o *ServerOptions) { o.ReadPace = -time.Second },
+			`push: ReadPace: -1s is out of range; use 0 (read each message as it arrives) up to 1m0s`},
+		{"read pace too long", func(o *ServerOptions) { o.ReadPace = 2 * time.Minute },
+			`push: ReadPace: 2m0s is out of range; use 0 (read each message as it arrives) up to 1m0s`},
 		{"several", func(o *ServerOptions) { o.Burst = 0; o.MaxConsecutiveRejects = -2; o.MaxMessageBytes = 0 }, strings.Join([]string{
 			`push: MaxMessageBytes: 0 is out of range; use at least 1, like 65536`,
 			`push: Burst: 0 is out of range; use at least 1, like 200`,
@@ -628,4 +633,59 @@ func TestServerOptionsCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestServerReadPace: with ReadPace a connection is read once per pace, everything that
+// arrived since in one go, and not as each message arrives; without it, at once.
+func TestServerReadPace(t *testing.T) {
+	h := startServer(t, ServerOptions{ReadPace: time.Second}, 0)
+	c := dial(t, h.path)
+	send(t, c, withLabel("a"))
+	// The loop's first read may come before or after the message: pace until it is in.
+	eventually(t, "the first message handled", func() bool {
+		if h.srv.Stats().MessagesAccepted >= 1 {
+			return true
+		}
+		h.clk.Advance(time.Second)
+		return false
+	})
+	eventually(t, "the read loop waiting for the next pace", func() bool { return h.srv.pace.waiting.Load() == 1 })
+	send(t, c, withLabel("b"))
+	send(t, c, withLabel("c"))
+	// The loop waits on the pace alone: nothing reads the two until it comes.
+	if n := h.srv.Stats().MessagesAccepted; n != 1 {
+		t.Fatalf("%d messages handled before the pace, want 1", n)
+	}
+	h.clk.Advance(time.Second)
+	h.handled(t, 3)
+	eventually(t, "the read loop waiting again", func() bool { return h.srv.pace.waiting.Load() == 1 })
+	if got := h.store.Snapshot()[0].Msg.Labels["model"]; got != "c" {
+		t.Errorf("latest message's model %q, want c", got)
+	}
+
+	// Unpaced: read as each message arrives, with no clock moving.
+	u := startServer(t, ServerOptions{}, 0)
+	if u.srv.pace != nil {
+		t.Fatal("a pacer without ReadPace")
+	}
+	cu := dial(t, u.path)
+	send(t, cu, withLabel("a"))
+	send(t, cu, withLabel("b"))
+	u.handled(t, 2)
+}
+
+// TestServerReadPaceClosesIdleConnections: a paced loop still ends when the reaper
+// closes its connection (first-message deadline) and when the server closes.
+func TestServerReadPaceClosesIdleConnections(t *testing.T) {
+	h := startServer(t, ServerOptions{ReadPace: time.Second, FirstMessageTimeout: 3 * time.Second}, 0)
+	_ = dial(t, h.path)
+	eventually(t, "the connection registered", func() bool { return h.srv.Stats().Connections == 1 })
+	eventually(t, "the reaper closing the silent connection", func() bool {
+		if h.srv.Stats().Disconnects[DisconnectFirstMessageTimeout] == 1 {
+			return true
+		}
+		h.clk.Advance(time.Second)
+		return false
+	})
+	eventually(t, "its read loop gone", func() bool { return h.srv.Stats().Connections == 0 })
 }

@@ -303,6 +303,9 @@ func listenPush(cfg config.Config, store *push.Store, clk clock.Clock, start fun
 	open := func(path string) (*push.Server, error) {
 		opts := cfg.Push.ServerOptions() // the options --config.check validated
 		opts.Path, opts.Clock = path, clk
+		// Pushed stats are joined once per poll: reading them once per poll too spares
+		// the daemon a wakeup per message (push.ServerOptions.ReadPace).
+		opts.ReadPace = cfg.NVML.PollInterval
 		srv, err := push.NewServer(opts, store, logger)
 		if err != nil {
 			return nil, err
