@@ -8,28 +8,63 @@ import (
 	"github.com/vram-exporter/vram_exporter/clock"
 )
 
-// pacer wakes every paced read loop at once, every ReadPace: one broadcast per pace
-// instead of one wakeup per message (see ServerOptions.ReadPace).
+// pacer runs the paced read loops once every ReadPace (see ServerOptions.ReadPace), one
+// after the other: at each pace it wakes the first loop waiting, and each loop, when it
+// has drained its connection and waits again (or ends), hands on to the next. A
+// goroutine woken by the one running goes onto the same processor, so a pace costs one
+// thread wakeup, not one per connection: waking them all at once made the runtime start
+// a thread for each on a many-core host.
 type pacer struct {
 	mu      sync.Mutex
-	tick    chan struct{} // closed at the next pace, then replaced
-	waiting atomic.Int64  // read loops waiting for the next pace (for tests)
+	queue   []chan struct{} // loops waiting for the next pace
+	batch   []chan struct{} // loops of the current pace not yet run
+	closed  bool
+	waiting atomic.Int64 // loops waiting (for tests)
 }
 
-func newPacer() *pacer { return &pacer{tick: make(chan struct{})} }
+func newPacer() *pacer { return &pacer{} }
 
-// wait returns at the next pace, or at once when the server has closed.
+// wait hands on to the next loop of the current pace, then returns at the next pace
+// (or at once when the server has closed).
 func (p *pacer) wait() {
+	ch := make(chan struct{})
 	p.mu.Lock()
-	tick := p.tick
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.queue = append(p.queue, ch)
+	next := p.popLocked()
 	p.mu.Unlock()
 	p.waiting.Add(1)
-	<-tick
+	if next != nil {
+		close(next)
+	}
+	<-ch
 	p.waiting.Add(-1)
 }
 
-// run broadcasts every d until done is closed, and then once more, so that no loop
-// waits on a pace that never comes.
+// handOn is wait for a loop that ends: the next loop of the current pace runs.
+func (p *pacer) handOn() {
+	p.mu.Lock()
+	next := p.popLocked()
+	p.mu.Unlock()
+	if next != nil {
+		close(next)
+	}
+}
+
+func (p *pacer) popLocked() chan struct{} {
+	if len(p.batch) == 0 {
+		return nil
+	}
+	next := p.batch[0]
+	p.batch[0] = nil
+	p.batch = p.batch[1:]
+	return next
+}
+
+// run starts a pace every d until done is closed, then releases every loop.
 func (p *pacer) run(clk clock.Clock, d time.Duration, done <-chan struct{}) {
 	t := clk.NewTicker(d)
 	defer t.Stop()
@@ -37,18 +72,25 @@ func (p *pacer) run(clk clock.Clock, d time.Duration, done <-chan struct{}) {
 		select {
 		case <-done:
 			p.mu.Lock()
-			close(p.tick)
-			p.tick = closedChan
+			p.closed = true
+			all := append(p.batch, p.queue...)
+			p.batch, p.queue = nil, nil
 			p.mu.Unlock()
+			for _, ch := range all {
+				close(ch)
+			}
 			return
 		case <-t.C():
 			p.mu.Lock()
-			close(p.tick)
-			p.tick = make(chan struct{})
+			// Loops of the last pace that have not run yet (one is still draining a
+			// busy connection) go first.
+			p.batch = append(p.batch, p.queue...)
+			p.queue = nil
+			first := p.popLocked()
 			p.mu.Unlock()
+			if first != nil {
+				close(first)
+			}
 		}
 	}
 }
-
-// closedChan is what next returns once the server has closed: it never blocks.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

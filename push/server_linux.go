@@ -45,6 +45,9 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		s.logger.Error("cannot enable SO_PASSCRED on a push connection; closing it", zap.Uint64("conn", id), zap.Error(err))
 		return DisconnectReadError
 	}
+	if s.pace != nil {
+		defer s.pace.handOn() // the next paced loop runs, whatever ends this one
+	}
 	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: cn.connectedAt}
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
 	rejects := 0

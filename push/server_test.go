@@ -689,3 +689,31 @@ func TestServerReadPaceClosesIdleConnections(t *testing.T) {
 	})
 	eventually(t, "its read loop gone", func() bool { return h.srv.Stats().Connections == 0 })
 }
+
+// TestServerReadPaceRunsEveryLoopEachPace: the paced loops run one after the other, each
+// handing on to the next, so one pace reads every connection, even when a loop in the
+// middle ends (its client went away) instead of waiting again.
+func TestServerReadPaceRunsEveryLoopEachPace(t *testing.T) {
+	h := startServer(t, ServerOptions{ReadPace: time.Second}, 0)
+	var cs []*net.UnixConn
+	for i := range 3 {
+		c := dial(t, h.path)
+		send(t, c, withLabel(fmt.Sprint("first", i)))
+		cs = append(cs, c)
+	}
+	eventually(t, "the first messages handled", func() bool {
+		if h.srv.Stats().MessagesAccepted >= 3 {
+			return true
+		}
+		h.clk.Advance(time.Second)
+		return false
+	})
+	eventually(t, "all three loops waiting", func() bool { return h.srv.pace.waiting.Load() == 3 })
+	send(t, cs[0], withLabel("second0"))
+	_ = cs[1].Close()
+	send(t, cs[2], withLabel("second2"))
+	h.clk.Advance(time.Second) // one pace, no more
+	h.handled(t, 5)
+	eventually(t, "the closed connection's loop gone", func() bool { return h.srv.Stats().Connections == 2 })
+	eventually(t, "the other two waiting again", func() bool { return h.srv.pace.waiting.Load() == 2 })
+}
