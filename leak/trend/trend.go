@@ -617,7 +617,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			steep := v.fast || (v.cont && v.judge.ok && v.judge.slope/cfg.Bucket.Seconds() >= cfg.FastRate)
 			if age >= cfg.WarmUp && steep && urgent(v) {
 				// A steep rise (the fast rule, or a short window rising at FastRate and still
-				// going) that would run the GPU out within a short window ends the warm-up:
+				// going) that would run the GPU out within urgentWindows short windows ends the warm-up:
 				// waiting for the floors to go flat would wait for the OOM.
 				p.settled, p.settledAt = true, p.h.last
 			}
