@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // refused waits until the server has refused n connections for reason and checks that
@@ -121,9 +119,6 @@ func TestServerIdleTimeout(t *testing.T) {
 // first message, and again when a child that inherited the socket speaks), and the
 // store hands it on with the sender's data.
 func TestServerRecordsProcessStartOncePerPID(t *testing.T) {
-	if os.Getenv("PUSH_HELPER_FD") != "" {
-		t.Skip("in helper")
-	}
 	var mu sync.Mutex
 	reads := map[uint32]int{}
 	h := startServer(t, ServerOptions{}, 0, func(s *Server) {
@@ -149,8 +144,8 @@ func TestServerRecordsProcessStartOncePerPID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSendOnFD$")
-	cmd.Env = append(os.Environ(), "PUSH_HELPER_FD=3")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperFDEnv+"=3")
 	cmd.ExtraFiles = []*os.File{f}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
@@ -165,17 +160,6 @@ func TestServerRecordsProcessStartOncePerPID(t *testing.T) {
 	defer mu.Unlock()
 	if reads[me] != 1 || reads[child] != 1 || len(reads) != 2 {
 		t.Errorf("start time reads %v, want one per PID", reads)
-	}
-}
-
-// TestHelperSendOnFD is the child of tests that hand it an open push connection as fd 3.
-func TestHelperSendOnFD(t *testing.T) {
-	if os.Getenv("PUSH_HELPER_FD") == "" {
-		t.Skip("only runs as a helper process")
-	}
-	f := os.NewFile(3, "push")
-	if _, err := unix.Write(int(f.Fd()), []byte(withLabel("child"))); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -3,17 +3,66 @@
 package push
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/vram-exporter/vram_exporter/internal/asuser"
 )
 
 func TestMain(m *testing.M) {
 	asuser.Main()
+	pushHelperMain()
 	os.Exit(m.Run())
 }
+
+// The tests that need a second process (another PID on the socket) run this test binary
+// again with one of these set; it then sends one message and exits instead of testing.
+const (
+	helperSocketEnv = "PUSH_HELPER_SOCKET" // connect to this path and send
+	helperFDEnv     = "PUSH_HELPER_FD"     // send on this inherited descriptor
+)
+
+func pushHelperMain() {
+	send := func() error {
+		if path := os.Getenv(helperSocketEnv); path != "" {
+			c, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			// The message is queued ahead of the close, so the daemon judges it before
+			// it sees this process go.
+			_, err = c.Write([]byte(withLabel("child")))
+			return err
+		}
+		if fd := os.Getenv(helperFDEnv); fd != "" {
+			n, err := strconv.Atoi(fd)
+			if err != nil {
+				return err
+			}
+			_, err = unix.Write(n, []byte(withLabel("child")))
+			return err
+		}
+		return errNotHelper
+	}
+	switch err := send(); {
+	case errors.Is(err, errNotHelper):
+		return
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "push test helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+var errNotHelper = errors.New("not a helper process")
 
 // pushGID is the socket group of the tests that act as a pusher: a gid no account
 // has, so only the supplementary group given to the pusher grants anything.
