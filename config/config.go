@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/demo"
+	"github.com/vram-exporter/vram_exporter/internal/durfmt"
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 	"github.com/vram-exporter/vram_exporter/nvml"
 	"github.com/vram-exporter/vram_exporter/push"
@@ -447,19 +448,19 @@ func (c Config) ownProblems() problems {
 	// nvml
 	pollOK := c.NVML.PollInterval >= minPollInterval && c.NVML.PollInterval <= maxPollInterval
 	if !pollOK {
-		ps.add("nvml.poll_interval", "%s is out of range; use %s to %s", fmtDuration(c.NVML.PollInterval), fmtDuration(minPollInterval), fmtDuration(maxPollInterval))
+		ps.add("nvml.poll_interval", "%s is out of range; use %s to %s", durfmt.Format(c.NVML.PollInterval), durfmt.Format(minPollInterval), durfmt.Format(maxPollInterval))
 	}
 
 	// push: a sender pushes about once per poll interval; a TTL under two intervals
 	// would drop a healthy sender whose push lands just after a tick.
 	if pollOK && c.Push.TTL < 2*c.NVML.PollInterval {
-		ps.add("push.ttl", "%s is shorter than twice nvml.poll_interval (%s); use at least %s", fmtDuration(c.Push.TTL), fmtDuration(c.NVML.PollInterval), fmtDuration(2*c.NVML.PollInterval))
+		ps.add("push.ttl", "%s is shorter than twice nvml.poll_interval (%s); use at least %s", durfmt.Format(c.Push.TTL), durfmt.Format(c.NVML.PollInterval), durfmt.Format(2*c.NVML.PollInterval))
 	}
 
 	// trend: the join feeds the engine once per poll, so a bucket shorter than a poll
 	// would hold no sample. (trend checks bucket > 0 itself.)
 	if pollOK && c.Trend.Bucket > 0 && c.Trend.Bucket < c.NVML.PollInterval {
-		ps.add("trend.bucket", "%s is shorter than nvml.poll_interval (%s), so some buckets would hold no sample; use at least %s", fmtDuration(c.Trend.Bucket), fmtDuration(c.NVML.PollInterval), fmtDuration(c.NVML.PollInterval))
+		ps.add("trend.bucket", "%s is shorter than nvml.poll_interval (%s), so some buckets would hold no sample; use at least %s", durfmt.Format(c.Trend.Bucket), durfmt.Format(c.NVML.PollInterval), durfmt.Format(c.NVML.PollInterval))
 	}
 
 	// trace
@@ -483,7 +484,7 @@ func (w Web) serverProblems() problems {
 		d   time.Duration
 	}{{"web.read_timeout", w.ReadTimeout}, {"web.write_timeout", w.WriteTimeout}, {"web.idle_timeout", w.IdleTimeout}} {
 		if t.d < time.Second {
-			ps.add(t.key, "%s is too short; use at least 1s (there is no \"no timeout\")", fmtDuration(t.d))
+			ps.add(t.key, "%s is too short; use at least 1s (there is no \"no timeout\")", durfmt.Format(t.d))
 		}
 	}
 	if w.MaxHeaderBytes < minMaxHeaderBytes || w.MaxHeaderBytes > maxMaxHeaderBytes {
@@ -503,19 +504,6 @@ func schemaKeys(path []string) []string {
 		out = append(out, schemaKeys(append(slices.Clone(path), k))...)
 	}
 	return out
-}
-
-// fmtDuration prints durations the way users write them ("2h", "1m30s") rather than
-// time.Duration's "2h0m0s".
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // fmtMode prints a mode the way the YAML key is written.

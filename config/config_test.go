@@ -369,24 +369,6 @@ func TestParseMode(t *testing.T) {
 	}
 }
 
-func TestFmtDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0:                                     "0s",
-		500 * time.Millisecond:                "500ms",
-		time.Minute:                           "1m",
-		90 * time.Second:                      "1m30s",
-		2 * time.Hour:                         "2h",
-		2*time.Hour + 30*time.Minute:          "2h30m",
-		2*time.Hour + 30*time.Second:          "2h0m30s",
-		-time.Minute:                          "-1m",
-		time.Hour + time.Minute + time.Second: "1h1m1s",
-	} {
-		if got := fmtDuration(d); got != want {
-			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // FuzzLoad feeds arbitrary bytes to the decoder: it must return defaults, a config or an
 // error, never panic (the error rewriting indexes into yaml.v3's messages).
 func FuzzLoad(f *testing.F) {

@@ -9,6 +9,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
+	"github.com/vram-exporter/vram_exporter/internal/durfmt"
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
@@ -50,7 +51,7 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 	register(f, r.Flag("log.format", help("Log format: console or json.", "log.format", d.Log.Format)).PlaceHolder("FORMAT"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Log.Format = v })
 
-	register(f, r.Flag("nvml.poll-interval", help(fmt.Sprintf("How often NVML is sampled (%s to %s).", fmtDuration(minPollInterval), fmtDuration(maxPollInterval)), "nvml.poll_interval", fmtDuration(d.NVML.PollInterval))).PlaceHolder("DURATION"),
+	register(f, r.Flag("nvml.poll-interval", help(fmt.Sprintf("How often NVML is sampled (%s to %s).", durfmt.Format(minPollInterval), durfmt.Format(maxPollInterval)), "nvml.poll_interval", durfmt.Format(d.NVML.PollInterval))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.NVML.PollInterval = v })
 	register(f, r.Flag("nvml.library-path", help("Path to libnvidia-ml.so.1.", "nvml.library_path", `"" (found by the loader)`)).PlaceHolder("PATH"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.NVML.LibraryPath = v })
@@ -61,15 +62,15 @@ func RegisterFlags(r FlagRegistrar) *Flags {
 		modeVar, func(c *Config, v os.FileMode) { c.Push.SocketMode = v })
 	register(f, r.Flag("push.socket-group", help("Group name or numeric gid owning the push socket.", "push.socket_group", `"" (the daemon's group)`)).PlaceHolder("GROUP"),
 		(*kingpin.FlagClause).String, func(c *Config, v string) { c.Push.SocketGroup = v })
-	register(f, r.Flag("push.ttl", help("Drop a connected sender silent this long; at least twice the poll interval.", "push.ttl", fmtDuration(d.Push.TTL))).PlaceHolder("DURATION"),
+	register(f, r.Flag("push.ttl", help("Drop a connected sender silent this long; at least twice the poll interval.", "push.ttl", durfmt.Format(d.Push.TTL))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.TTL = v })
 	register(f, r.Flag("push.max-connections", help("Most push connections held at once.", "push.max_connections", strconv.Itoa(d.Push.MaxConnections))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxConnections = v })
 	registerPushLimits(f, r, d)
 
-	register(f, r.Flag("trend.short-window", help(fmt.Sprintf("Short growth-slope window; a multiple of trend.bucket, at least %d buckets.", trend.MinWindowBuckets), "trend.short_window", fmtDuration(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
+	register(f, r.Flag("trend.short-window", help(fmt.Sprintf("Short growth-slope window; a multiple of trend.bucket, at least %d buckets.", trend.MinWindowBuckets), "trend.short_window", durfmt.Format(d.Trend.ShortWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.ShortWindow = v })
-	register(f, r.Flag("trend.long-window", help("Long growth-slope window; a multiple of trend.bucket, longer than the short window.", "trend.long_window", fmtDuration(d.Trend.LongWindow))).PlaceHolder("DURATION"),
+	register(f, r.Flag("trend.long-window", help("Long growth-slope window; a multiple of trend.bucket, longer than the short window.", "trend.long_window", durfmt.Format(d.Trend.LongWindow))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Trend.LongWindow = v })
 	register(f, r.Flag("trend.max-keys", help("Most (pid, GPU) histories the leak detector holds; new ones beyond are not tracked.", "trend.max_keys", strconv.Itoa(d.Trend.MaxKeys))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Trend.MaxKeys = v })
@@ -100,9 +101,9 @@ func registerPushLimits(f *Flags, r FlagRegistrar, d Config) {
 		(*kingpin.FlagClause).Float64, func(c *Config, v float64) { c.Push.ConnectRatePerUID = v })
 	register(f, r.Flag("push.connect-burst-per-uid", help("Push connects one user may make at once.", "push.connect_burst_per_uid", strconv.Itoa(d.Push.ConnectBurstPerUID))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.ConnectBurstPerUID = v })
-	register(f, r.Flag("push.first-message-timeout", help("Close a push connection that sends nothing this long after connecting.", "push.first_message_timeout", fmtDuration(d.Push.FirstMessageTimeout))).PlaceHolder("DURATION"),
+	register(f, r.Flag("push.first-message-timeout", help("Close a push connection that sends nothing this long after connecting.", "push.first_message_timeout", durfmt.Format(d.Push.FirstMessageTimeout))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.FirstMessageTimeout = v })
-	register(f, r.Flag("push.idle-timeout", help("Close a push connection that sends nothing for this long.", "push.idle_timeout", fmtDuration(d.Push.IdleTimeout))).PlaceHolder("DURATION"),
+	register(f, r.Flag("push.idle-timeout", help("Close a push connection that sends nothing for this long.", "push.idle_timeout", durfmt.Format(d.Push.IdleTimeout))).PlaceHolder("DURATION"),
 		(*kingpin.FlagClause).Duration, func(c *Config, v time.Duration) { c.Push.IdleTimeout = v })
 	register(f, r.Flag("push.max-processes", help("Most processes whose pushed stats are kept.", "push.max_processes", strconv.Itoa(d.Push.MaxProcesses))).PlaceHolder("N"),
 		(*kingpin.FlagClause).Int, func(c *Config, v int) { c.Push.MaxProcesses = v })

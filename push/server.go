@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/vram-exporter/vram_exporter/clock"
+	"github.com/vram-exporter/vram_exporter/internal/durfmt"
 )
 
 // Defaults of ServerOptions; docs/protocol.md documents the same values.
@@ -164,7 +165,7 @@ func (o ServerOptions) Check(report func(field, problem string)) {
 	}
 	atLeastOne("ConnectBurstPerUID", o.ConnectBurstPerUID, DefaultConnectBurstPerUID)
 	if o.ReadPace < 0 || o.ReadPace > maxReadPace {
-		report("ReadPace", fmt.Sprintf("%s is out of range; use 0 (read each message as it arrives) up to %s", o.ReadPace, maxReadPace))
+		report("ReadPace", fmt.Sprintf("%s is out of range; use 0 (read each message as it arrives) up to %s", durfmt.Format(o.ReadPace), durfmt.Format(maxReadPace)))
 	}
 	// Under a second, a client that connects and then samples its GPUs (a first
 	// memory_stats call can take that long) would be cut off.

@@ -597,9 +597,9 @@ func TestServerOptionsCheck(t *testing.T) {
 			`push: RatePerSecond: NaN is out of range; use a positive number of messages per second, like 100`},
 		{"read pace of a minute", func(o *ServerOptions) { o.ReadPace = time.Minute }, ""},
 		{"negative read pace", func(o *ServerOptions) { o.ReadPace = -time.Second },
-			`push: ReadPace: -1s is out of range; use 0 (read each message as it arrives) up to 1m0s`},
+			`push: ReadPace: -1s is out of range; use 0 (read each message as it arrives) up to 1m`},
 		{"read pace too long", func(o *ServerOptions) { o.ReadPace = 2 * time.Minute },
-			`push: ReadPace: 2m0s is out of range; use 0 (read each message as it arrives) up to 1m0s`},
+			`push: ReadPace: 2m is out of range; use 0 (read each message as it arrives) up to 1m`},
 		{"several", func(o *ServerOptions) { o.Burst = 0; o.MaxConsecutiveRejects = -2; o.MaxMessageBytes = 0 }, strings.Join([]string{
 			`push: MaxMessageBytes: 0 is out of range; use at least 1, like 65536`,
 			`push: Burst: 0 is out of range; use at least 1, like 200`,

@@ -25,10 +25,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/api"
+	"github.com/vram-exporter/vram_exporter/internal/durfmt"
 )
 
 // Config holds the detector's thresholds. DefaultConfig's values are the ones the
@@ -157,7 +157,7 @@ const warmUpsInMax = 6
 func (c Config) Check(report func(field, problem string)) {
 	def := DefaultConfig()
 	if c.Bucket <= 0 {
-		report("Bucket", fmt.Sprintf("%s is out of range; use a positive duration like %q", fmtDuration(c.Bucket), fmtDuration(def.Bucket)))
+		report("Bucket", fmt.Sprintf("%s is out of range; use a positive duration like %q", durfmt.Format(c.Bucket), durfmt.Format(def.Bucket)))
 	} else {
 		// The engine keeps whole buckets, so a window between two multiples would be
 		// cut short without a word; and one of fewer than minPoints floors never yields
@@ -166,11 +166,11 @@ func (c Config) Check(report func(field, problem string)) {
 			least := minPoints * c.Bucket
 			switch lo := w / c.Bucket * c.Bucket; {
 			case lo <= 0:
-				report(field, fmt.Sprintf("%s is not a positive multiple of the bucket (%s); use a multiple like %s", fmtDuration(w), fmtDuration(c.Bucket), fmtDuration(least)))
+				report(field, fmt.Sprintf("%s is not a positive multiple of the bucket (%s); use a multiple like %s", durfmt.Format(w), durfmt.Format(c.Bucket), durfmt.Format(least)))
 			case lo != w:
-				report(field, fmt.Sprintf("%s is not a multiple of the bucket (%s); use %s or %s", fmtDuration(w), fmtDuration(c.Bucket), fmtDuration(lo), fmtDuration(lo+c.Bucket)))
+				report(field, fmt.Sprintf("%s is not a multiple of the bucket (%s); use %s or %s", durfmt.Format(w), durfmt.Format(c.Bucket), durfmt.Format(lo), durfmt.Format(lo+c.Bucket)))
 			case w < least:
-				report(field, fmt.Sprintf("%s is shorter than %d buckets of %s; use at least %s", fmtDuration(w), minPoints, fmtDuration(c.Bucket), fmtDuration(least)))
+				report(field, fmt.Sprintf("%s is shorter than %d buckets of %s; use at least %s", durfmt.Format(w), minPoints, durfmt.Format(c.Bucket), durfmt.Format(least)))
 			default:
 				return true
 			}
@@ -181,16 +181,16 @@ func (c Config) Check(report func(field, problem string)) {
 		switch {
 		case shortOK && longOK && c.LongWindow <= c.ShortWindow:
 			// An equal long window repeats the short fit and never adds evidence.
-			report("LongWindow", fmt.Sprintf("%s is not longer than the short window (%s); make it longer than the short window", fmtDuration(c.LongWindow), fmtDuration(c.ShortWindow)))
+			report("LongWindow", fmt.Sprintf("%s is not longer than the short window (%s); make it longer than the short window", durfmt.Format(c.LongWindow), durfmt.Format(c.ShortWindow)))
 		case longOK && c.LongWindow/c.Bucket > maxBuckets:
-			report("LongWindow", fmt.Sprintf("%s holds more than %d buckets of %s, the most kept per series; use a wider bucket or a shorter window", fmtDuration(c.LongWindow), maxBuckets, fmtDuration(c.Bucket)))
+			report("LongWindow", fmt.Sprintf("%s holds more than %d buckets of %s, the most kept per series; use a wider bucket or a shorter window", durfmt.Format(c.LongWindow), maxBuckets, durfmt.Format(c.Bucket)))
 		}
 	}
 	if c.WarmUp < 0 {
-		report("WarmUp", fmt.Sprintf("%s is negative; use 0 to turn warm-up off, or a duration like %q", fmtDuration(c.WarmUp), fmtDuration(def.WarmUp)))
+		report("WarmUp", fmt.Sprintf("%s is negative; use 0 to turn warm-up off, or a duration like %q", durfmt.Format(c.WarmUp), durfmt.Format(def.WarmUp)))
 	}
 	if c.MaxWarmUp < 0 {
-		report("MaxWarmUp", fmt.Sprintf("%s is negative; use 0 (the default: six warm-ups) or a duration like \"1h\"", fmtDuration(c.MaxWarmUp)))
+		report("MaxWarmUp", fmt.Sprintf("%s is negative; use 0 (the default: six warm-ups) or a duration like \"1h\"", durfmt.Format(c.MaxWarmUp)))
 	}
 	switch {
 	case !(c.MinRate > 0):
@@ -208,7 +208,7 @@ func (c Config) Check(report func(field, problem string)) {
 		report("MinFit", fmt.Sprintf("%g is out of range; use 0 to 1", c.MinFit))
 	}
 	if c.MinDuration < 0 {
-		report("MinDuration", fmt.Sprintf("%s is negative; use 0 (the default) or a duration like \"5m\"", fmtDuration(c.MinDuration)))
+		report("MinDuration", fmt.Sprintf("%s is negative; use 0 (the default) or a duration like \"5m\"", durfmt.Format(c.MinDuration)))
 	}
 	if c.MaxKeys < 1 {
 		report("MaxKeys", fmt.Sprintf("%d is out of range; use at least 1, like %d", c.MaxKeys, DefaultMaxKeys))
@@ -222,19 +222,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("trend: %s: %s", field, problem))
 	})
 	return errors.Join(errs...)
-}
-
-// fmtDuration prints durations the way people write them ("2h", "1m30s"), not
-// time.Duration's "2h0m0s", because Check's problems end up in front of users.
-func fmtDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // Key identifies a process on a GPU. Start (the process start time in clock ticks, from
@@ -960,7 +947,7 @@ func growthReason(what string, g growState, now time.Time) string {
 func (e *Engine) warmUpReason(age time.Duration, extended bool) string {
 	if extended {
 		return fmt.Sprintf("first seen %s ago; its floors are still rising (a cache filling, modules loading): verdicts start once they have been flat for %s, at the latest after %s",
-			age.Round(time.Second), fmtDuration(e.cfg.ShortWindow), fmtDuration(e.cfg.maxWarmUp()))
+			age.Round(time.Second), durfmt.Format(e.cfg.ShortWindow), durfmt.Format(e.cfg.maxWarmUp()))
 	}
 	return fmt.Sprintf("first seen %s ago; verdicts start after the %s warm-up", age.Round(time.Second), e.cfg.WarmUp)
 }
