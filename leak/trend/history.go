@@ -162,11 +162,17 @@ func (h *history) get(c int, b int64) (float64, bool) {
 	return v, !math.IsNaN(v)
 }
 
-// spreadOf returns the spread of column c in bucket b, if still held.
-func (h *history) spreadOf(c int, b int64) (float64, bool) {
+// spreadSlot is bucket b's slot in the spread and span rings, if they still hold it.
+func (h *history) spreadSlot(b int64) (int, bool) {
 	n := int64(len(h.spreadIdx))
 	s := int(((b % n) + n) % n)
-	if h.spreadIdx[s] != b {
+	return s, h.spreadIdx[s] == b
+}
+
+// spreadOf returns the spread of column c in bucket b, if still held.
+func (h *history) spreadOf(c int, b int64) (float64, bool) {
+	s, ok := h.spreadSlot(b)
+	if !ok {
 		return 0, false
 	}
 	v := h.spread[c][s]
@@ -175,9 +181,8 @@ func (h *history) spreadOf(c int, b int64) (float64, bool) {
 
 // spanOf is the time between the first and the last sample of bucket b, if still held.
 func (h *history) spanOf(b int64) (time.Duration, bool) {
-	n := int64(len(h.spreadIdx))
-	s := int(((b % n) + n) % n)
-	if h.spreadIdx[s] != b {
+	s, ok := h.spreadSlot(b)
+	if !ok {
 		return 0, false
 	}
 	return h.span[s], true

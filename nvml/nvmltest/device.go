@@ -261,23 +261,12 @@ func (d *device) processesInto(call string, list List, buf []gonvml.ProcessInfo)
 	if r != gonvml.SUCCESS {
 		return 0, r
 	}
-	procs, gi, ci := g.Procs, uint32(0xFFFFFFFF), uint32(0xFFFFFFFF)
-	if m != nil {
-		procs, gi, ci = m.Procs, uint32(m.GPUInstanceID), uint32(m.ComputeInstanceID)
+	all := listed(g, m, list)
+	copy(buf, all)
+	if len(all) > len(buf) {
+		return len(all), gonvml.ERROR_INSUFFICIENT_SIZE
 	}
-	n := 0
-	for _, p := range procs {
-		if inList(p, list) {
-			if n < len(buf) {
-				buf[n] = gonvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: p.Used, GpuInstanceId: gi, ComputeInstanceId: ci}
-			}
-			n++
-		}
-	}
-	if n > len(buf) {
-		return n, gonvml.ERROR_INSUFFICIENT_SIZE
-	}
-	return n, r
+	return len(all), r
 }
 
 func (d *device) processes(call string, list List) ([]gonvml.ProcessInfo, gonvml.Return) {
@@ -286,29 +275,29 @@ func (d *device) processes(call string, list List) ([]gonvml.ProcessInfo, gonvml
 	if r != gonvml.SUCCESS {
 		return nil, r
 	}
-	procs, gi, ci := g.Procs, uint32(0xFFFFFFFF), uint32(0xFFFFFFFF)
-	if m != nil {
-		procs, gi, ci = m.Procs, uint32(m.GPUInstanceID), uint32(m.ComputeInstanceID)
-	}
-	n := 0
-	for _, p := range procs {
-		if inList(p, list) {
-			n++
-		}
-	}
-	if n > 1 {
+	out := listed(g, m, list)
+	if len(out) > 1 {
 		// go-nvml's wrapper offers room for one process first: a longer list costs it a
 		// second driver call (after ERROR_INSUFFICIENT_SIZE says how many), counted here
 		// so call counts compare with the *Into path as they would on a driver.
 		d.s.calls[call]++
 	}
-	out := make([]gonvml.ProcessInfo, 0, n)
+	return out, r
+}
+
+// listed is what a list call reports of g (or of its MIG instance m).
+func listed(g *GPUSpec, m *MIGSpec, list List) []gonvml.ProcessInfo {
+	procs, gi, ci := g.Procs, uint32(0xFFFFFFFF), uint32(0xFFFFFFFF)
+	if m != nil {
+		procs, gi, ci = m.Procs, uint32(m.GPUInstanceID), uint32(m.ComputeInstanceID)
+	}
+	var out []gonvml.ProcessInfo
 	for _, p := range procs {
 		if inList(p, list) {
 			out = append(out, gonvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: p.Used, GpuInstanceId: gi, ComputeInstanceId: ci})
 		}
 	}
-	return out, r
+	return out
 }
 
 func inList(p ProcSpec, list List) bool {
