@@ -620,6 +620,16 @@ func TestSaturatedBurst(t *testing.T) {
 	}
 }
 
+// onGPU is a process whose allocated bytes are alloc, with a 256 MiB cache and 700 MiB
+// outside the allocator, on a 140 GiB GPU that has free bytes left besides its working
+// set at the start (the rest taken by others), for d.
+func onGPU(alloc func(time.Duration) float64, free float64, d time.Duration) scenario {
+	reserved := func(el time.Duration) float64 { return alloc(el) + 256*mib }
+	used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
+	total := 140.0 * 1024 * mib
+	return scenario{d: d, alloc: alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: total - used(0) - free}
+}
+
 // TestFastLeakNearlyFull: a 500 MiB/min leak on a GPU 5 GiB from full is flagged within
 // two minutes by the fast rule (three rising buckets over a quiet floor), and the
 // exhaustion forecast, from the leak's own pace against the memory left, comes with it:
@@ -628,11 +638,7 @@ func TestFastLeakNearlyFull(t *testing.T) {
 	const gib = 1024 * mib
 	onset := 30*time.Minute + 7*time.Second
 	alloc := func(el time.Duration) float64 { return 8*gib + 500*mib*math.Max(0, (el-onset).Minutes()) }
-	reserved := func(el time.Duration) float64 { return alloc(el) + 256*mib }
-	used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
-	total := 140.0 * gib
-	other := total - used(0) - 5*gib
-	r := scenario{d: 38 * time.Minute, alloc: alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: other}.run(t)
+	r := onGPU(alloc, 5*gib, 38*time.Minute).run(t)
 	a := r.alerted(0)
 	if a < onset || a > onset+2*time.Minute {
 		t.Fatalf("fast leak near full flagged at %s, want within 2 minutes of %s:%s", a, onset, r)
@@ -650,9 +656,11 @@ func TestFastLeakNearlyFull(t *testing.T) {
 		t.Errorf("first forecast at %s says full at %s, truth %s", r.forecasts[0], pred, full)
 	}
 
-	roomy := scenario{d: 50 * time.Minute, alloc: alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: 600 * mib}.run(t)
-	if a := roomy.alerted(0); a < onset+2*time.Minute || a > onset+10*time.Minute {
-		t.Errorf("fast leak on a roomy GPU flagged at %s, want by the short rule (after 2, within 10 minutes of %s):%s", a, onset, roomy)
+	roomy := onGPU(alloc, 0, 50*time.Minute)
+	roomy.gpuOther = 600 * mib
+	rr := roomy.run(t)
+	if a := rr.alerted(0); a < onset+2*time.Minute || a > onset+10*time.Minute {
+		t.Errorf("fast leak on a roomy GPU flagged at %s, want by the short rule (after 2, within 10 minutes of %s):%s", a, onset, rr)
 	}
 }
 
@@ -743,17 +751,13 @@ func TestFastRuleTellsLoadFromLeak(t *testing.T) {
 	leak := func(el time.Duration) float64 {
 		return base(el) + 600*mib*math.Max(0, (el-onset).Minutes())
 	}
-	total := 140.0 * gib
 	for _, tc := range []struct {
 		name  string
 		alloc func(time.Duration) float64
 		pages bool
 	}{{"burst", burst, false}, {"leak", leak, true}} {
-		reserved := func(el time.Duration) float64 { return tc.alloc(el) + 256*mib }
-		used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
 		// 9 GiB free besides the working set: at 600 MiB/min that is 15 minutes.
-		other := total - used(0) - 9*gib
-		r := scenario{d: 45 * time.Minute, alloc: tc.alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: other}.run(t)
+		r := onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t)
 		a := r.alerted(0)
 		switch {
 		case tc.pages && (a < onset || a > onset+2*time.Minute):
@@ -773,12 +777,8 @@ func TestFastRuleUrgentPartWayUp(t *testing.T) {
 	const gib = 1024 * mib
 	onset := 30*time.Minute + 7*time.Second
 	alloc := func(el time.Duration) float64 { return 8*gib + 500*mib*math.Max(0, (el-onset).Minutes()) }
-	reserved := func(el time.Duration) float64 { return alloc(el) + 256*mib }
-	used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
-	total := 140.0 * gib
 	// 12 GiB free: about 24.5 minutes at 500 MiB/min, urgent after about 4.5.
-	other := total - used(0) - 12*gib
-	r := scenario{d: 45 * time.Minute, alloc: alloc, reserved: reserved, used: used, gpuTotal: total, gpuOther: other}.run(t)
+	r := onGPU(alloc, 12*gib, 45*time.Minute).run(t)
 	a := r.alerted(0)
 	if a < onset+4*time.Minute || a > onset+5*time.Minute+30*time.Second {
 		t.Fatalf("flagged at %s, want once urgent, 4.5–5.5 minutes after %s:%s", a, onset, r)
