@@ -123,59 +123,45 @@ func Classes() []Class {
 		}})
 	}
 
-	// 1. Bounded staircases right after the warm-up, and the ones that never stop.
-	adapters := func(r *rand.Rand, s *Spec) time.Duration {
-		n, span, start := 6+r.IntN(19), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
-		s.Steps = staircase(r, ColAllocated, n, start, span, uniform(r, 16, 256), 0.1, "on_demand")
-		return start + span
-	}
-	add("stair_adapters", "LoRA adapters loaded on first use (Zipf popularity), 6–24 of 16–256 MiB over 15–30 min, then none", false,
-		func(r *rand.Rand, s *Spec) { adapters(r, s) })
-	add("stair_adapters_unbounded", "the same adapter cache never evicts and keeps loading at its own pace: a leak from the end of the look-alike's fill", true,
-		func(r *rand.Rand, s *Spec) {
-			end := adapters(r, s)
+	// 1. Bounded staircases right after the warm-up, and the ones that never stop: fill
+	// draws the look-alike's steps and returns when its fill ends; the twin keeps
+	// stepping at the fill's own pace from there, a leak from that end.
+	stairs := func(name, note, twinNote string, fill func(r *rand.Rand, s *Spec) time.Duration) {
+		add(name, note, false, func(r *rand.Rand, s *Spec) { fill(r, s) })
+		add(name+"_unbounded", twinNote, true, func(r *rand.Rand, s *Spec) {
+			end := fill(r, s)
 			s.Leak, s.Onset = StairLeak, end
 			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
 		})
-	trt := func(r *rand.Rand, s *Spec) time.Duration {
-		n, span, start := 3+r.IntN(6), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
-		s.Steps = staircase(r, ColUnattributed, n, start, span, uniform(r, 64, 512), 0.05, "regular")
-		return start + span
 	}
-	add("stair_trt_contexts", "TensorRT-style execution contexts created one by one outside the allocator: 3–8 of 64–512 MiB at regular intervals over 15–30 min", false,
-		func(r *rand.Rand, s *Spec) { trt(r, s) })
-	add("stair_trt_contexts_unbounded", "contexts keep being created at the same pace: unattributed growth from the end of the look-alike's fill", true,
-		func(r *rand.Rand, s *Spec) {
-			end := trt(r, s)
-			s.Leak, s.Onset = StairLeak, end
-			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+	stairs("stair_adapters", "LoRA adapters loaded on first use (Zipf popularity), 6–24 of 16–256 MiB over 15–30 min, then none",
+		"the same adapter cache never evicts and keeps loading at its own pace: a leak from the end of the look-alike's fill",
+		func(r *rand.Rand, s *Spec) time.Duration {
+			n, span, start := 6+r.IntN(19), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
+			s.Steps = staircase(r, ColAllocated, n, start, span, uniform(r, 16, 256), 0.1, "on_demand")
+			return start + span
 		})
-	kernels := func(r *rand.Rand, s *Spec) time.Duration {
-		n, span := 30+r.IntN(91), minutes(uniform(r, 15, 30))
-		s.Steps = staircase(r, ColUnattributed, n, 0, span, uniform(r, 1, 8), 0.5, "decelerating")
-		return span
-	}
-	add("stair_kernels", "lazily loaded modules and kernels: 30–120 steps of 1–8 MiB outside the allocator, ever rarer, over 15–30 min", false,
-		func(r *rand.Rand, s *Spec) { kernels(r, s) })
-	add("stair_kernels_unbounded", "module loads that never stop (a kernel compiled per new shape, forever)", true,
-		func(r *rand.Rand, s *Spec) {
-			end := kernels(r, s)
-			s.Leak, s.Onset = StairLeak, end
-			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+	stairs("stair_trt_contexts", "TensorRT-style execution contexts created one by one outside the allocator: 3–8 of 64–512 MiB at regular intervals over 15–30 min",
+		"contexts keep being created at the same pace: unattributed growth from the end of the look-alike's fill",
+		func(r *rand.Rand, s *Spec) time.Duration {
+			n, span, start := 3+r.IntN(6), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
+			s.Steps = staircase(r, ColUnattributed, n, start, span, uniform(r, 64, 512), 0.05, "regular")
+			return start + span
 		})
-	usedOnly := func(r *rand.Rand, s *Spec) time.Duration {
-		s.Push = false
-		n, span := 8+r.IntN(25), minutes(uniform(r, 15, 30))
-		s.Steps = staircase(r, ColReserved, n, minutes(1), span, uniform(r, 2, 120), 0.8, "decelerating")
-		return minutes(1) + span
-	}
-	add("stair_used_only", "a process that pushes nothing: NVML sees its cache grow in 8–32 steps of 2–120 MiB, ever rarer, over 15–30 min", false,
-		func(r *rand.Rand, s *Spec) { usedOnly(r, s) })
-	add("stair_used_only_unbounded", "the same, never plateauing: a leak seen through NVML only", true,
-		func(r *rand.Rand, s *Spec) {
-			end := usedOnly(r, s)
-			s.Leak, s.Onset = StairLeak, end
-			s.Steps, s.Rate = unbounded(r, s.Steps, end, s.Duration)
+	stairs("stair_kernels", "lazily loaded modules and kernels: 30–120 steps of 1–8 MiB outside the allocator, ever rarer, over 15–30 min",
+		"module loads that never stop (a kernel compiled per new shape, forever)",
+		func(r *rand.Rand, s *Spec) time.Duration {
+			n, span := 30+r.IntN(91), minutes(uniform(r, 15, 30))
+			s.Steps = staircase(r, ColUnattributed, n, 0, span, uniform(r, 1, 8), 0.5, "decelerating")
+			return span
+		})
+	stairs("stair_used_only", "a process that pushes nothing: NVML sees its cache grow in 8–32 steps of 2–120 MiB, ever rarer, over 15–30 min",
+		"the same, never plateauing: a leak seen through NVML only",
+		func(r *rand.Rand, s *Spec) time.Duration {
+			s.Push = false
+			n, span := 8+r.IntN(25), minutes(uniform(r, 15, 30))
+			s.Steps = staircase(r, ColReserved, n, minutes(1), span, uniform(r, 2, 120), 0.8, "decelerating")
+			return minutes(1) + span
 		})
 
 	// 2. and 3. A gen-2 garbage collector's sawtooth, with and without a rising floor.
