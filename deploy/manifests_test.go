@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -15,9 +14,10 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vram-exporter/vram_exporter/deploy/internal/k8sdecode"
 )
 
 const prometheusRulePath = "kubernetes/prometheusrule.yaml"
@@ -37,54 +37,18 @@ func decodeManifests(t *testing.T) map[string]any {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-			if strings.TrimSpace(stripComments(doc)) == "" {
-				continue
+		objs, err := k8sdecode.Strict(string(b))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for k, o := range objs {
+			if _, dup := out[k]; dup {
+				t.Fatalf("%s: %s is in another manifest too", f, k)
 			}
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-				t.Fatalf("%s doc %d: %v", f, i, err)
-			}
-			var obj any
-			switch tm.APIVersion + "/" + tm.Kind {
-			case "v1/Namespace":
-				obj = &corev1.Namespace{}
-			case "v1/ServiceAccount":
-				obj = &corev1.ServiceAccount{}
-			case "v1/Service":
-				obj = &corev1.Service{}
-			case "v1/ConfigMap":
-				obj = &corev1.ConfigMap{}
-			case "apps/v1/DaemonSet":
-				obj = &appsv1.DaemonSet{}
-			case "apps/v1/Deployment":
-				obj = &appsv1.Deployment{}
-			case "monitoring.coreos.com/v1/ServiceMonitor":
-				obj = &monitoringv1.ServiceMonitor{}
-			case "monitoring.coreos.com/v1/PrometheusRule":
-				obj = &monitoringv1.PrometheusRule{}
-			default:
-				t.Fatalf("%s doc %d: unexpected kind %s %s", f, i, tm.APIVersion, tm.Kind)
-			}
-			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-				t.Fatalf("%s doc %d (%s): strict decoding: %v", f, i, tm.Kind, err)
-			}
-			name := reflect.ValueOf(obj).Elem().FieldByName("ObjectMeta").Interface().(metav1.ObjectMeta).Name
-			out[tm.Kind+"/"+name] = obj
+			out[k] = o
 		}
 	}
 	return out
-}
-
-func stripComments(doc string) string {
-	var sb strings.Builder
-	sc := bufio.NewScanner(strings.NewReader(doc))
-	for sc.Scan() {
-		if !strings.HasPrefix(strings.TrimSpace(sc.Text()), "#") {
-			sb.WriteString(sc.Text() + "\n")
-		}
-	}
-	return sb.String()
 }
 
 func get[T any](t *testing.T, objs map[string]any, key string) T {

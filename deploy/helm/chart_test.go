@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -18,11 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 
-	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
+	"github.com/vram-exporter/vram_exporter/deploy/internal/k8sdecode"
 )
 
 var update = flag.Bool("update", false, "rewrite the goldens, the chart's copies of the rules and dashboards, and deploy/kubernetes from the chart")
@@ -128,8 +123,6 @@ func mustRender(t *testing.T, vals map[string]any) map[string]string {
 	return out
 }
 
-var docSep = regexp.MustCompile(`(?m)^---\s*$`)
-
 // manifest is what `helm template` prints: each template's documents with a Source line,
 // templates in name order, empty ones left out.
 func manifest(out map[string]string) string {
@@ -143,21 +136,8 @@ func manifest(out map[string]string) string {
 		if strings.HasSuffix(n, "NOTES.txt") || strings.HasPrefix(filepath.Base(n), "_") {
 			continue
 		}
-		for _, doc := range docSep.Split(out[n], -1) {
-			if strings.TrimSpace(stripComments(doc)) == "" {
-				continue
-			}
+		for _, doc := range k8sdecode.Docs(out[n]) {
 			fmt.Fprintf(&sb, "---\n# Source: %s\n%s\n", n, strings.Trim(doc, "\n"))
-		}
-	}
-	return sb.String()
-}
-
-func stripComments(doc string) string {
-	var sb strings.Builder
-	for _, l := range strings.Split(doc, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
-			sb.WriteString(l + "\n")
 		}
 	}
 	return sb.String()
@@ -167,50 +147,9 @@ func stripComments(doc string) string {
 // an unknown or misspelt field is an error. Keys are Kind/name.
 func decodeStrictly(t *testing.T, text string) map[string]any {
 	t.Helper()
-	objs := map[string]any{}
-	for i, doc := range docSep.Split(text, -1) {
-		if strings.TrimSpace(stripComments(doc)) == "" {
-			continue
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
-			t.Fatalf("doc %d: %v\n%s", i, err, doc)
-		}
-		var obj any
-		switch tm.APIVersion + "/" + tm.Kind {
-		case "v1/Namespace":
-			obj = &corev1.Namespace{}
-		case "v1/ServiceAccount":
-			obj = &corev1.ServiceAccount{}
-		case "v1/Service":
-			obj = &corev1.Service{}
-		case "v1/ConfigMap":
-			obj = &corev1.ConfigMap{}
-		case "v1/Secret":
-			obj = &corev1.Secret{}
-		case "apps/v1/DaemonSet":
-			obj = &appsv1.DaemonSet{}
-		case "monitoring.coreos.com/v1/ServiceMonitor":
-			obj = &monitoringv1.ServiceMonitor{}
-		case "monitoring.coreos.com/v1/PodMonitor":
-			obj = &monitoringv1.PodMonitor{}
-		case "monitoring.coreos.com/v1/PrometheusRule":
-			obj = &monitoringv1.PrometheusRule{}
-		default:
-			t.Fatalf("doc %d: unexpected kind %q %q\n%s", i, tm.APIVersion, tm.Kind, doc)
-		}
-		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-			t.Fatalf("doc %d (%s): strict decoding: %v\n%s", i, tm.Kind, err, doc)
-		}
-		meta, ok := obj.(metav1.Object)
-		if !ok {
-			t.Fatalf("%T has no ObjectMeta", obj)
-		}
-		key := tm.Kind + "/" + meta.GetName()
-		if _, dup := objs[key]; dup {
-			t.Fatalf("%s rendered twice", key)
-		}
-		objs[key] = obj
+	objs, err := k8sdecode.Strict(text)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }

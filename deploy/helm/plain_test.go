@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/vram-exporter/vram_exporter/deploy/internal/k8sdecode"
 )
 
 const plainValues = "plain-manifests.values.yaml"
@@ -35,7 +37,7 @@ func TestPlainManifests(t *testing.T) {
 	out := mustRender(t, readValues(t, plainValues))
 	for tpl, file := range plainFiles {
 		body, ok := out[tpl]
-		if !ok || strings.TrimSpace(stripComments(body)) == "" {
+		if !ok || k8sdecode.Blank(body) {
 			t.Fatalf("%s renders nothing with %s", tpl, plainValues)
 		}
 		got := plainHeader + helmOnlyLabels.ReplaceAllString(strings.TrimLeft(body, "\n"), "")
@@ -63,7 +65,7 @@ func TestPlainManifests(t *testing.T) {
 	// Every chart object the plain values render has its plain file: a new template is
 	// either added to plainFiles or rendered off by plain-manifests.values.yaml.
 	for tpl, body := range out {
-		if _, ok := plainFiles[tpl]; !ok && strings.TrimSpace(stripComments(body)) != "" && !strings.HasSuffix(tpl, "NOTES.txt") {
+		if _, ok := plainFiles[tpl]; !ok && !k8sdecode.Blank(body) && !strings.HasSuffix(tpl, "NOTES.txt") {
 			t.Errorf("%s renders objects with %s but has no plain manifest", tpl, plainValues)
 		}
 	}
