@@ -89,14 +89,7 @@ func TestReturnerFreesAboveTheFloor(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.Run(ctx); close(done) }()
 	<-clk.Registered()
-	wait := func(ch chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s", what)
-		}
-	}
+	wait := func(ch chan struct{}, what string) { t.Helper(); received(t, ch, what) }
 	held.Store(50)
 	clk.Advance(time.Second)
 	wait(checked, "check")
@@ -130,14 +123,7 @@ func TestReturnerLeavesTheSteadyStateAlone(t *testing.T) {
 	go func() { r.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	<-clk.Registered()
-	wait := func(ch chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no %s", what)
-		}
-	}
+	wait := func(ch chan struct{}, what string) { t.Helper(); received(t, ch, what) }
 	surplus.Store(63)
 	for range 5 {
 		clk.Advance(time.Second)
@@ -194,5 +180,15 @@ func TestSetGCPercent(t *testing.T) {
 	}
 	if got := SetGCPercent(func(k string) string { return map[string]string{"GOGC": "200"}[k] }); got != 0 || debug.SetGCPercent(100) != 100 {
 		t.Fatalf("GOGC set by the operator was overridden (%d)", got)
+	}
+}
+
+// received waits for one value on ch; the bound only keeps a broken test from hanging.
+func received(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
 	}
 }

@@ -23,28 +23,34 @@ import (
 // The end-to-end tests build the real binary, run it as a separate process without a
 // GPU, talk to it over HTTP and the push socket, and stop it with SIGTERM.
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// A build of the daemon for the end-to-end tests, made once per test binary.
+type daemonBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
 
-func buildBinary(t *testing.T) string {
+var raceBuild, plainBuild daemonBuild
+
+// build makes the binary name in buildDir (with the extra go build flags) the first time.
+func (d *daemonBuild) build(t *testing.T, name string, flags ...string) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binPath = filepath.Join(buildDir, "vram_exporter")
-		cmd := exec.Command("go", "build", "-race", "-o", binPath, ".")
+	d.once.Do(func() {
+		d.path = filepath.Join(buildDir, name)
+		cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", d.path, ".")...)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			d.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if d.err != nil {
+		t.Fatal(d.err)
 	}
-	return binPath
+	return d.path
 }
+
+// buildBinary builds the daemon with the race detector, as the tests run.
+func buildBinary(t *testing.T) string { return raceBuild.build(t, "vram_exporter", "-race") }
 
 type daemonProc struct {
 	t      *testing.T

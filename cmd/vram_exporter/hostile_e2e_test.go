@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"github.com/vram-exporter/vram_exporter/internal/testenv"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vram-exporter/vram_exporter/internal/testenv"
 )
 
 // The hostile suite runs each attack of issue 11 against the real binary (built without
@@ -29,29 +30,9 @@ import (
 // rssBudget is the most the daemon may hold under attack: half its 256 MiB limit.
 const rssBudget = 128 << 20
 
-var (
-	plainOnce sync.Once
-	plainPath string
-	plainErr  error
-)
-
 // buildPlainBinary builds the daemon without -race: the race detector multiplies memory
 // use, and this suite measures it.
-func buildPlainBinary(t *testing.T) string {
-	t.Helper()
-	plainOnce.Do(func() {
-		plainPath = filepath.Join(buildDir, "vram_exporter-plain")
-		cmd := exec.Command("go", "build", "-o", plainPath, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if plainErr != nil {
-		t.Fatal(plainErr)
-	}
-	return plainPath
-}
+func buildPlainBinary(t *testing.T) string { return plainBuild.build(t, "vram_exporter-plain") }
 
 func hostileDuration() time.Duration {
 	if os.Getenv("VRAM_HOSTILE_LONG") == "1" {
