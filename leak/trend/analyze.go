@@ -32,17 +32,16 @@ const urgentWindows = 2
 
 // view is what one column's floors say at a bucket close (see analyze).
 type view struct {
-	present     bool    // the short window holds at least minPoints floors
-	newest      float64 // the envelope's newest point
-	sigma       float64
-	sigmaUsed   float64 // sigma, at least sigmaMin
-	recentNoise float64 // sigma over the newest few bucket changes (+Inf without them)
-	sig         float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
-	w           int64   // envelope width in buckets: the longest give-back excursion seen
+	present bool    // the short window holds at least minPoints floors
+	newest  float64 // the envelope's newest point
+	sigma   float64
+	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
+	w       int64   // envelope width in buckets: the longest give-back excursion seen
 
 	short, long fitResult // the floors themselves, exported
 	judge       fitResult // the envelope over max(short window, 3 w)
-	half        fitResult // the envelope over max(half a short window, 3 w)
+	half        fitResult // the envelope over max(half a short window, 3 w), when early
+	halfSmooth  bool      // the newest bucket changes scatter ≤ smoothNoise σ, when early
 	envLong     fitResult // the envelope over the long window since the warm-up, in blocks
 	recent      fitResult // the envelope's newest quarter of the long window
 	decel       bool      // the long envelope slows down (see decelerates)
@@ -67,8 +66,9 @@ type view struct {
 // cache that filled in steps must not read as a slow leak once the warm-up is over.
 //
 // coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU);
-// needSmooth asks for the smooth test (the warm-up's).
-func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool) view {
+// needSmooth asks for the smooth test (the warm-up's); early for the half-window fit
+// (memory outside the allocator).
+func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, early bool) view {
 	cfg := &e.cfg
 	sc := &e.sc
 	nl := int64(len(h.idx))
@@ -134,31 +134,6 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		v.sigma = 1.4826 * median(d) / math.Sqrt2
 	}
 	sigma := math.Max(v.sigma, sigmaMin)
-	v.sigmaUsed = sigma
-	// The same spread over the newest few changes only: a line's floors rise by the same
-	// step each bucket, as smoothly as the floors moved before; a saturated server's
-	// floor is the least load in flight in each bucket, which jumps from bucket to
-	// bucket (see track's early start).
-	if k := max(minPoints, int(ns)/4); len(d) >= k {
-		rd := grow(&sc.bx, 0)
-		for i := n - 1; i > 0 && len(rd) < k; i-- {
-			if xs[i]-xs[i-1] == 1 {
-				rd = append(rd, ps[i]-ps[i-1])
-			} else {
-				break
-			}
-		}
-		sc.bx = rd
-		if len(rd) == k {
-			md := median(rd)
-			for i := range rd {
-				rd[i] = math.Abs(rd[i] - md)
-			}
-			v.recentNoise = 1.4826 * median(rd) / math.Sqrt2
-		} else {
-			v.recentNoise = math.Inf(1)
-		}
-	}
 	v.sig = math.Max(4*sigma, cfg.MinRate*cfg.ShortWindow.Seconds())
 
 	// Give-back excursions: a floor that rose at least sig above a level and came back
@@ -201,17 +176,21 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth bool
 		// rarer, larger requests arrive; only steps of sig count as new highs.
 		v.judge.highs = highs(jy, v.sig)
 	}
-	// The newest half of it, for a rise that began within the short window: a line fills
-	// half of it about 2.5 minutes sooner than the whole.
-	// Not for NVML's used of a process that pushes nothing: its high-water mark steps.
-	v.half = v.judge
-	if nh := min(max(ns/2, 3*v.w), nl); nh < nj && !coarse {
-		hlo := n
-		for hlo > 0 && xs[hlo-1] > -float64(nh) {
-			hlo--
+	// For memory outside the allocator (early): the newest half of the judged window, on
+	// which a rise that began within the short window fills half the points about 2.5
+	// minutes sooner than on the whole; and whether its newest changes are as smooth as a
+	// line's (see track).
+	if early {
+		v.half = v.judge
+		if nh := min(max(ns/2, 3*v.w), nl); nh < nj {
+			hlo := n
+			for hlo > 0 && xs[hlo-1] > -float64(nh) {
+				hlo--
+			}
+			hx, hy := blocks(xs[hlo:], env[hlo:], 40, &sc.jx, &sc.jy)
+			v.half = sc.robustFit(hx, hy, sigma)
 		}
-		hx, hy := blocks(xs[hlo:], env[hlo:], 40, &sc.jx, &sc.jy)
-		v.half = sc.robustFit(hx, hy, sigma)
+		v.halfSmooth = recentScatter(xs, ps, max(minPoints, int(ns)/4), &sc.bx) <= smoothNoise*sigma
 	}
 	// The slow rule's fits, only once it could apply: half a long window since the
 	// warm-up, and an envelope that rises at all.
@@ -384,6 +363,27 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	rigid = len(pre) >= minPoints && len(in) >= fastBuckets-1 && median(in) <= upperQuartile(pre)+4*sigma
 	return true, rate, cont, rigid
+}
+
+// recentScatter is σ (1.4826·MAD/√2) of the newest k bucket-to-bucket changes of ps, or
+// +Inf unless the newest k+1 floors are consecutive: a line's floors climb by about the
+// same step each bucket, a floor that jumps (the least load in flight under saturation)
+// does not.
+func recentScatter(xs, ps []float64, k int, buf *[]float64) float64 {
+	n := len(xs)
+	rd := grow(buf, 0)
+	for i := n - 1; i > 0 && len(rd) < k && xs[i]-xs[i-1] == 1; i-- {
+		rd = append(rd, ps[i]-ps[i-1])
+	}
+	*buf = rd
+	if len(rd) < k {
+		return math.Inf(1)
+	}
+	md := median(rd)
+	for i := range rd {
+		rd[i] = math.Abs(rd[i] - md)
+	}
+	return 1.4826 * median(rd) / math.Sqrt2
 }
 
 // slidingMin writes into env the minimum of ys over the points whose x lies within w

@@ -581,7 +581,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	_, pushing := p.h.latest(colAllocated)
 	needSmooth := !p.settled && now.Sub(p.first) >= cfg.smoothFrom()
 	for c := range numCols {
-		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth)
+		// Memory outside the allocator does not rise with the load in flight, so a rise
+		// there may start on half a window (see track).
+		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth, c == colUnattributed)
 		if views[c].short.n == 0 {
 			continue
 		}
@@ -629,9 +631,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		// Memory outside the allocator does not rise with the load in flight, so a rise
-		// there may start on half a window (see track).
-		e.track(&p.grow[c], v, now, urgent(v), c == colUnattributed)
+		e.track(&p.grow[c], v, now, urgent(v))
 	}
 	settledAt := p.h.bucketEnd(p.settledAt)
 	sustained := func(c int) bool {
@@ -744,7 +744,7 @@ func (e *Engine) qualifies(f fitResult) bool {
 // bursts): on a roomy GPU waiting for the short window costs a few minutes, a false page
 // costs the alert. It also wants a rigid rise (see fastRule): near a full GPU a burst
 // whose buckets stretch is load.
-func (e *Engine) track(g *growState, v *view, now time.Time, urgent, early bool) {
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
 	if !v.present {
@@ -803,11 +803,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, early bool)
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
 	case e.qualifies(v.judge):
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case early && e.qualifies(v.half) && v.half.rise >= v.sig && v.recentNoise <= smoothNoise*v.sigmaUsed:
-		// A rise that began within the short window, judged on the newest half of it:
-		// only where load cannot raise the floor (memory outside the allocator), since
-		// a saturated server's floor ramps for minutes as smoothly as a leak's; and only
-		// as smooth as the floors usually are, and once it went on for earlyPersist.
+	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth:
+		// A rise that began within the short window, judged on the newest half of it,
+		// which is computed only where load cannot raise the floor (memory outside the
+		// allocator, see judge): a saturated server's floor ramps for minutes as smoothly
+		// as a leak's. Only as smooth as a line, and once it went on for earlyPersist.
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs:
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
@@ -816,7 +816,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, early bool)
 
 // judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
 func (e *Engine) judgeGPU(g *gpu, now time.Time) {
-	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+e.cfg.ShortWindow)
+	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+e.cfg.ShortWindow, false)
 	g.growth = []Growth{e.exported(v.short, SeriesUsed, WindowShort), e.exported(v.long, SeriesUsed, WindowLong)}
 	g.res = GPUResult{Growth: g.growth}
 	if g.procsSeen {
@@ -834,13 +834,13 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		}
 	}
 	if g.settled {
-		v = e.analyze(g.h, 0, g.settledAt, true, false)
+		v = e.analyze(g.h, 0, g.settledAt, true, false, false)
 	}
 	if !g.settled {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false)
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds())
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true
