@@ -334,9 +334,13 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	ns := int64(cfg.ShortWindow / cfg.Bucket)
 	start := xs[run-1]
 	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
+	pre, in := e.sc.bx[:0], e.sc.by[:0] // the quiet window's and the run's spreads (below)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
 		cnt++
+		if sp, ok := spreadAt(i); ok {
+			pre = append(pre, sp)
+		}
 	}
 	if cnt < minPoints || mx-mn > sig {
 		return false, rate, cont, false
@@ -350,17 +354,12 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// spreads noisy, and a leak near a full GPU must not miss its page on that (with
 	// the median 1 of 60 such leaks ran the GPU out unflagged; with the quartile none,
 	// while 12 of 60 saturated bursts near a full GPU still page: docs/leak-detection.md).
-	var pre, in []float64
-	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
-		if sp, ok := spreadAt(i); ok {
-			pre = append(pre, sp)
-		}
-	}
 	for i := run; i < n; i++ {
 		if sp, ok := spreadAt(i); ok {
 			in = append(in, sp)
 		}
 	}
+	e.sc.bx, e.sc.by = pre, in
 	rigid = len(pre) >= minPoints && len(in) >= fastBuckets-1 && median(in) <= upperQuartile(pre)+4*sigma
 	return true, rate, cont, rigid
 }
