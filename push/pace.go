@@ -24,14 +24,14 @@ type pacer struct {
 
 func newPacer() *pacer { return &pacer{} }
 
-// wait hands on to the next loop of the current pace, then returns at the next pace
-// (or at once when the server has closed).
-func (p *pacer) wait() {
+// wait hands on to the next loop of the current pace, then returns true at the next
+// pace, or false once the server has closed (no pace comes any more).
+func (p *pacer) wait() bool {
 	ch := make(chan struct{})
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	p.queue = append(p.queue, ch)
 	next := p.popLocked()
@@ -42,6 +42,7 @@ func (p *pacer) wait() {
 	}
 	<-ch
 	p.waiting.Add(-1)
+	return true
 }
 
 // handOn is wait for a loop that ends: the next loop of the current pace runs.

@@ -76,12 +76,16 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 			// Paced: drain what has arrived, then sleep until the next pace rather than
 			// until the next message (ServerOptions.ReadPace). A closed connection (the
 			// reaper's, Close's) makes Control fail, and end of stream reads as 0 bytes.
+			// Once the server closes there is no pace: wait for the connection's close.
 			for {
 				got := false
 				if err = rc.Control(func(fd uintptr) { got = try(fd) }); err != nil || got {
 					break
 				}
-				s.pace.wait()
+				if !s.pace.wait() {
+					err = rc.Read(try)
+					break
+				}
 			}
 		}
 		if err == nil {
