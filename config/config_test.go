@@ -282,6 +282,7 @@ func TestValidateInCode(t *testing.T) {
 		{"short window of four buckets", func(c *Config) { c.Trend.ShortWindow = 2 * time.Minute },
 			`trend.short_window: 2m is shorter than 5 buckets of 30s; use at least 2m30s`},
 		{"long window of too many buckets", func(c *Config) {
+			c.NVML.PollInterval = time.Second // so a 1 s bucket is allowed
 			c.Trend.Bucket, c.Trend.ShortWindow, c.Trend.LongWindow = time.Second, time.Minute, 48*time.Hour
 		}, `trend.long_window: 48h holds more than 100000 buckets of 1s, the most kept per series; use a wider bucket or a shorter window`},
 		// Problems come in schema order, whichever package's rule found them.
@@ -289,6 +290,7 @@ func TestValidateInCode(t *testing.T) {
 			c.Demo.GPUs = 0
 			c.Push.MaxConnections = 0
 			c.Push.TTL = time.Second
+			c.NVML.PollInterval = time.Second
 			c.Push.SocketMode = 0o1660
 			c.Web.TelemetryPath = "m"
 		}, strings.Join([]string{

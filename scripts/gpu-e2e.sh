@@ -24,14 +24,16 @@
 #           client; each must be counted once under its kind, and triage's words for
 #           each are printed.
 #
-#   phase 4 (cost, COST=1, the default; about 3 minutes): a fresh daemon with 1 and then
-#           16 processes pushing through the real client once a second: /metrics p50/p95
-#           over 2,000 kept-alive gzip scrapes, idle CPU per minute (utime+stime with no
-#           scrapes), RSS, vram_nvml_poll_duration_seconds next to the raw time of the
-#           same NVML calls (scripts/nvmlraw: spaced 1 s apart as the daemon polls, and
-#           back to back), and the RSS of an NVML-only Go program
-#           (scripts/nvmlbaseline), each RSS also split into RssAnon and RssFile.
-#           Figures only: it fails nothing.
+#   phase 4 (cost, COST=1, the default; about 4 minutes): a fresh daemon at its default
+#           settings (a 5 s poll) with 1 and then 16 processes pushing through the real
+#           client at its default interval (5 s; PUSH_INTERVAL=1 for once a second):
+#           /metrics p50/p95 over 2,000 kept-alive gzip scrapes, idle CPU per minute (the
+#           daemon's threads' on-CPU time from schedstat, with no scrapes), RSS,
+#           vram_nvml_poll_duration_seconds next to the raw time of the same NVML calls
+#           (scripts/nvmlraw: spaced a poll interval apart as the daemon polls, and back
+#           to back), and the RSS of an NVML-only Go program (scripts/nvmlbaseline), each
+#           RSS also split into RssAnon and RssFile. Figures only: it fails nothing.
+#           scripts/gpu/idle-matrix.sh gives idle CPU across poll and push intervals.
 #
 # usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=390] [LEAK_ONSET=240] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
 # Phase 4 needs bin/scrapetime, bin/nvmlraw and bin/nvmlbaseline (or go to build them):
@@ -132,46 +134,47 @@ if [ "$COST" = 1 ]; then
   scrapetime=$(tool scrapetime); nvmlraw=$(tool nvmlraw); nvmlbaseline=$(tool nvmlbaseline)
   cport=$((PORT + 1))
   csock="$work/run-cost/push.sock"
+  poll_s=5 # the daemon's default --nvml.poll-interval, which this phase runs with
   "$work/vram_exporter" --web.listen-address="127.0.0.1:$cport" --push.socket="$csock" \
-    --nvml.poll-interval=1s > "$OUT/daemon-cost.log" 2>&1 &
+    > "$OUT/daemon-cost.log" 2>&1 &
   cdaemon=$!
   pids+=("$cdaemon")
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$cport/-/healthy" >/dev/null 2>&1 && break; sleep 0.1; done
-  # utime+stime of a process in clock ticks (fields 14 and 15, counted after comm).
-  cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+  # On-CPU nanoseconds of all of a process's threads (schedstat; utime+stime count in
+  # 10 ms ticks, too coarse for a daemon near idle).
+  cpu_ns() { cat "/proc/$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
   rss_mb() { awk '/^VmRSS:/ {printf "%.1f MB", $2 / 1024}' "/proc/$1/status"; }
   # RssAnon (heap, stacks, the driver's allocations) and RssFile (mapped binary and
   # library pages, clean and shared with the page cache) of a process.
   rss_split() { awk '/^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {printf "%.1f / %.1f MB", a / 1024, f / 1024}' "/proc/$1/status"; }
-  hz=$(getconf CLK_TCK)
   pushers=0
   pusher_pids=()
   declare -A res
   for n in 1 16; do
     while [ "$pushers" -lt "$n" ]; do
-      python3 "$here/gpu/pusher.py" "$csock" "$work/pusher-$pushers.ready" > "$OUT/pusher-$pushers.log" 2>&1 &
+      PUSH_INTERVAL=${PUSH_INTERVAL:-5} python3 "$here/gpu/pusher.py" "$csock" "$work/pusher-$pushers.ready" > "$OUT/pusher-$pushers.log" 2>&1 &
       pids+=("$!")
       pusher_pids+=("$!")
       pushers=$((pushers + 1))
     done
     for i in $(seq 0 $((n - 1))); do wait_file "$work/pusher-$i.ready" || fail=1; done
-    sleep 3 # a tick and a push after the last one connected
+    sleep $((2 * poll_s)) # a push and a tick after the last one connected
     st=$("$scrapetime" -url "http://127.0.0.1:$cport/metrics" -n 2000 -encoding gzip | tee -a "$OUT/cost-scrapes.txt")
     res[scrape,$n]=$(echo "$st" | awk '{print $8 " / " $10}')
     polls=()
     for _ in 1 2 3 4 5; do
       polls+=("$(curl -sf "http://127.0.0.1:$cport/metrics" | awk '/^vram_nvml_poll_duration_seconds / {printf "%.0f", $2 * 1e6}')")
-      sleep 1
+      sleep "$poll_s"
     done
     res[poll,$n]="$(printf '%s\n' "${polls[@]}" | sort -n | sed -n 3p) µs"
     idle=$([ "$n" = 16 ] && echo 60 || echo 30)
-    # nvmlraw times the same calls back to back (a warm driver), then 25 polls 1 s apart
-    # as the daemon polls, during the idle window: it is another process, so the daemon's
-    # CPU ticks do not include it, and the phase stays about 3 minutes.
-    "$nvmlraw" -n 200 -interval 1s -spaced 25 > "$work/raw.txt" 2>&1 &
+    # nvmlraw times the same calls back to back (a warm driver), then polls a poll
+    # interval apart as the daemon polls, during the idle window: it is another process,
+    # so the daemon's CPU time does not include it, and the phase stays about 4 minutes.
+    "$nvmlraw" -n 200 -interval "${poll_s}s" -spaced $((idle / poll_s - 1)) > "$work/raw.txt" 2>&1 &
     raw=$!
-    t0=$(cpu_ticks "$cdaemon"); sleep "$idle"; t1=$(cpu_ticks "$cdaemon")
-    res[idle,$n]="$(( (t1 - t0) * 1000 * 60 / hz / idle )) ms/min"
+    t0=$(cpu_ns "$cdaemon"); sleep "$idle"; t1=$(cpu_ns "$cdaemon")
+    res[idle,$n]="$(( (t1 - t0) * 60 / idle / 1000000 )) ms/min"
     wait "$raw"
     tee -a "$OUT/cost-nvmlraw.txt" < "$work/raw.txt" > /dev/null
     res[raw,$n]="$(awk '/^raw_poll_p50_us/ {print $2}' "$work/raw.txt") µs"
@@ -198,7 +201,7 @@ if [ "$COST" = 1 ]; then
     echo "| RssAnon / RssFile | ${res[split,1]} | ${res[split,16]} |"
     echo "| NVML-only Go program RssAnon / RssFile | $basesplit | |"
     echo "| vram_nvml_poll_duration_seconds (median of 5) | ${res[poll,1]} | ${res[poll,16]} |"
-    echo "| raw NVML, the same calls 1 s apart as the daemon polls (scripts/nvmlraw, p50 of 25) | ${res[rawspaced,1]} | ${res[rawspaced,16]} |"
+    echo "| raw NVML, the same calls ${poll_s} s apart as the daemon polls (scripts/nvmlraw, p50) | ${res[rawspaced,1]} | ${res[rawspaced,16]} |"
     echo "| raw NVML, the same calls back to back, warm (p50 of 200) | ${res[raw,1]} | ${res[raw,16]} |"
     echo "| raw NVML back to back through go-nvml's list wrappers (before one call per list) | ${res[rawgonvml,1]} | ${res[rawgonvml,16]} |"
     echo "| compute list driver calls per poll: the poller / go-nvml's wrapper | ${res[listcalls,1]} | ${res[listcalls,16]} |"
