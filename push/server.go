@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/vram-exporter/vram_exporter/clock"
 	"github.com/vram-exporter/vram_exporter/internal/durfmt"
@@ -94,9 +95,11 @@ type ServerOptions struct {
 	// ReadPace, when positive, reads every connection once per ReadPace (all that has
 	// arrived since, without waiting) instead of as each message arrives: the daemon
 	// publishes one view per poll anyway, and a wakeup per message was most of an idle
-	// daemon's CPU (scheduler wakeups on a many-core host, not work). Senders' messages
-	// wait in their socket buffers meanwhile; the client's sends do not block. 0, the
-	// default: as each message arrives. The daemon sets it to the poll interval.
+	// daemon's CPU (scheduler wakeups on a many-core host, not work). A paced socket is
+	// taken out of the runtime's poller, so a message's arrival wakes nothing at all.
+	// Senders' messages wait in their socket buffers meanwhile; the client's sends do
+	// not block. 0, the default: as each message arrives. The daemon sets it to the
+	// poll interval.
 	ReadPace time.Duration
 	Clock    clock.Clock
 }
@@ -398,7 +401,16 @@ func (s *Server) Serve(ctx context.Context) error {
 
 // conn is one accepted connection.
 type conn struct {
-	c           *net.UnixConn
+	c *net.UnixConn // until detach; then closed, and raw holds the socket
+	// raw is the socket once a paced read loop has taken it out of the runtime's
+	// poller (detach, server_linux.go); mu orders its reads against close, so a closed
+	// descriptor's number, which the kernel may hand out again, is never read.
+	raw struct {
+		mu       sync.Mutex
+		fd       int
+		detached bool
+		closed   bool
+	}
 	uid         uint32
 	hasUID      bool // the peer's credentials were readable at accept
 	connectedAt time.Time
@@ -498,10 +510,26 @@ func (s *Server) countDisconnect(reason string) {
 	s.closed.Add(1)
 }
 
+// close closes the connection, whichever descriptor holds it now; safe to call more than
+// once and from any goroutine (the reaper, Close, the read loop).
+func (cn *conn) close() {
+	cn.raw.mu.Lock()
+	cn.raw.closed = true
+	detached := cn.raw.detached
+	if detached && cn.raw.fd >= 0 {
+		_ = unix.Close(cn.raw.fd)
+		cn.raw.fd = -1
+	}
+	cn.raw.mu.Unlock()
+	if !detached {
+		_ = cn.c.Close()
+	}
+}
+
 func (s *Server) serveConn(cn *conn, id uint64) {
 	defer s.wg.Done()
 	reason := s.readLoop(cn, id)
-	_ = cn.c.Close()
+	cn.close()
 	// The data goes before the connection is forgotten, so nobody sees a closed
 	// connection's series in a later snapshot.
 	s.store.Remove(id)
@@ -564,7 +592,7 @@ func (s *Server) reap(now time.Time) {
 	s.mu.Unlock()
 	for _, cn := range late {
 		// The read loop sees the close as a read error and reports the reason set above.
-		_ = cn.c.Close()
+		cn.close()
 	}
 }
 
@@ -696,9 +724,9 @@ func (s *Server) Close() error {
 		s.mu.Lock()
 		s.closing = true
 		ln := s.ln
-		conns := make([]*net.UnixConn, 0, len(s.conns))
+		conns := make([]*conn, 0, len(s.conns))
 		for _, c := range s.conns {
-			conns = append(conns, c.c)
+			conns = append(conns, c)
 		}
 		s.mu.Unlock()
 		var errs []error
@@ -708,7 +736,7 @@ func (s *Server) Close() error {
 			}
 		}
 		for _, c := range conns {
-			_ = c.Close()
+			c.close()
 		}
 		s.wg.Wait()
 		if ln != nil {

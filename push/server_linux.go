@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -47,6 +48,12 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 	}
 	if s.pace != nil {
 		defer s.pace.handOn() // the next paced loop runs, whatever ends this one
+		if err := cn.detach(rc); err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.logger.Error("cannot take a push connection out of the runtime's poller; closing it", zap.Uint64("conn", id), zap.Error(err))
+			}
+			return DisconnectReadError
+		}
 	}
 	bucket := tokenBucket{tokens: float64(s.opts.Burst), last: cn.connectedAt}
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
@@ -75,16 +82,15 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 		} else {
 			// Paced: drain what has arrived, then sleep until the next pace rather than
 			// until the next message (ServerOptions.ReadPace). A closed connection (the
-			// reaper's, Close's) makes Control fail, and end of stream reads as 0 bytes.
-			// Once the server closes there is no pace: wait for the connection's close.
+			// reaper's, Close's) fails the read, and end of stream reads as 0 bytes. Once
+			// the server closes there is no pace, and Close closes every connection.
 			for {
 				got := false
-				if err = rc.Control(func(fd uintptr) { got = try(fd) }); err != nil || got {
+				if got, err = cn.recvDetached(try); err != nil || got {
 					break
 				}
 				if !s.pace.wait() {
-					err = rc.Read(try)
-					break
+					return DisconnectShutdown
 				}
 			}
 		}
@@ -133,6 +139,42 @@ func (s *Server) readLoop(cn *conn, id uint64) string {
 			return DisconnectGarbage
 		}
 	}
+}
+
+// detach takes a paced connection's socket out of the Go runtime's poller: it keeps a
+// duplicate of the descriptor and closes the net.UnixConn, which deregisters the
+// original from epoll. Nothing waits for a paced socket's readiness, yet while it is
+// registered every message that arrives is an epoll event that wakes a thread of an
+// idle daemon to find no goroutine waiting: on a 16-core H200 host that was about
+// 40 µs of CPU per pushed message, more than all the daemon's work on it.
+func (cn *conn) detach(rc syscall.RawConn) error {
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(f uintptr) { fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return err
+	}
+	if derr != nil {
+		return fmt.Errorf("duplicating its descriptor (is the daemon out of file descriptors? raise its limit): %w", derr)
+	}
+	cn.raw.mu.Lock()
+	if cn.raw.closed { // the reaper or Close got there first
+		cn.raw.mu.Unlock()
+		_ = unix.Close(fd)
+		return net.ErrClosed
+	}
+	cn.raw.fd, cn.raw.detached = fd, true
+	cn.raw.mu.Unlock()
+	_ = cn.c.Close() // the socket stays open through fd
+	return nil
+}
+
+// recvDetached runs try on a detached connection's descriptor unless it was closed.
+func (cn *conn) recvDetached(try func(fd uintptr) bool) (bool, error) {
+	cn.raw.mu.Lock()
+	defer cn.raw.mu.Unlock()
+	if cn.raw.closed {
+		return false, net.ErrClosed
+	}
+	return try(uintptr(cn.raw.fd)), nil
 }
 
 // credentials extracts the sender's kernel credentials from a message's control data. It
