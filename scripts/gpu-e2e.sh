@@ -173,7 +173,11 @@ if [ "$COST" = 1 ]; then
     # so the daemon's CPU time does not include it, and the phase stays about 4 minutes.
     "$nvmlraw" -n 200 -interval "${poll_s}s" -spaced $((idle / poll_s - 1)) > "$work/raw.txt" 2>&1 &
     raw=$!
-    t0=$(cpu_ns "$cdaemon"); sleep "$idle"; t1=$(cpu_ns "$cdaemon")
+    t0=$(cpu_ns "$cdaemon"); sleep $((idle / 2))
+    # nvmlraw is an NVML-only Go program too, one that makes the poll's calls: its RSS
+    # midway tells the NVML library's allocations for them from the daemon's own.
+    res[rawsplit,$n]=$(rss_split "$raw" 2>/dev/null || echo "gone")
+    sleep $((idle - idle / 2)); t1=$(cpu_ns "$cdaemon")
     res[idle,$n]="$(( (t1 - t0) * 60 / idle / 1000000 )) ms/min"
     wait "$raw"
     tee -a "$OUT/cost-nvmlraw.txt" < "$work/raw.txt" > /dev/null
@@ -200,6 +204,7 @@ if [ "$COST" = 1 ]; then
     echo "| NVML-only Go program RSS (scripts/nvmlbaseline) | $baserss | |"
     echo "| RssAnon / RssFile | ${res[split,1]} | ${res[split,16]} |"
     echo "| NVML-only Go program RssAnon / RssFile | $basesplit | |"
+    echo "| NVML-only Go program making the poll's calls (scripts/nvmlraw, spaced) RssAnon / RssFile | ${res[rawsplit,1]} | ${res[rawsplit,16]} |"
     echo "| vram_nvml_poll_duration_seconds (median of 5) | ${res[poll,1]} | ${res[poll,16]} |"
     echo "| raw NVML, the same calls ${poll_s} s apart as the daemon polls (scripts/nvmlraw, p50) | ${res[rawspaced,1]} | ${res[rawspaced,16]} |"
     echo "| raw NVML, the same calls back to back, warm (p50 of 200) | ${res[raw,1]} | ${res[raw,16]} |"
