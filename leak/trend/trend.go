@@ -736,14 +736,16 @@ func (e *Engine) qualifies(f fitResult) bool {
 // judged window has gone flat: a verdict returns to steady within about one short
 // window of the floor stopping.
 //
-// The fast rule starts growth only when urgent: at the pace of the rise, the memory left
-// on the GPU lasts less than urgentWindows short windows, so waiting for the short rule
-// could mean paging after the out-of-memory error. A saturated server's floor rises
-// with its load for a minute or two exactly like a steep leak, and drops back
-// (measured: without this condition the fast rule paged on 52 of 100 saturated
-// bursts): on a roomy GPU waiting for the short window costs a few minutes, a false page
-// costs the alert. It also wants a rigid rise (see fastRule): near a full GPU a burst
-// whose buckets stretch is load.
+// The fast rule starts growth on three steep buckets when urgent: at the pace of the
+// rise, the memory left on the GPU lasts less than urgentWindows short windows, so
+// waiting could mean paging after the out-of-memory error. It wants a rigid rise (see
+// fastRule): near a full GPU a burst whose buckets stretch is load. Where the GPU has
+// room it wants more: a rise clear of load (see fastRule: it went on for roomyBuckets,
+// from the quiet floor, past every give-back excursion and beyond what requests in
+// flight take), because a saturated server's floor rises with its load for a minute or
+// two exactly like a steep leak, and drops back (measured: on three buckets, without the
+// memory-left condition, the fast rule paged on 52 of 100 saturated bursts): on a roomy
+// GPU a minute more costs little, a false page costs the alert.
 func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
@@ -799,7 +801,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && urgent:
+	case v.fast && v.rigid && (urgent || v.clear):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
 	case e.qualifies(v.judge):
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
