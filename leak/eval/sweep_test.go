@@ -27,7 +27,7 @@ var sweepBounds = map[string]bound{
 	"stair_kernels_unbounded":       {0, 100, 50 * time.Minute},
 	"stair_used_only_unbounded":     {1, 100, 70 * time.Minute},
 	"gc_sawtooth_rising_floor":      {0, 100, 105 * time.Minute},
-	"saturated_burst_leak":          {0, 40, 25 * time.Minute},
+	"saturated_burst_leak":          {0, 25, 25 * time.Minute},
 	"cuda_context_short_leak":       {0, 10, 4 * time.Minute},
 	"used_only_creep_leak":          {42, 100, 150 * time.Minute},
 	"fast_leak_near_full":           {0, 20, 8 * time.Minute},

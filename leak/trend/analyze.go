@@ -77,7 +77,7 @@ type view struct {
 //
 // coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU);
 // needSmooth asks for the smooth test (the warm-up's); early for the half-window fit
-// (memory outside the allocator).
+// (allocated, and memory outside the allocator).
 func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, early bool) view {
 	cfg := &e.cfg
 	sc := &e.sc
@@ -194,7 +194,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		// rarer, larger requests arrive; only steps of sig count as new highs.
 		v.judge.highs = highs(jy, v.sig)
 	}
-	// For memory outside the allocator (early): the newest half of the judged window, on
+	// For the paging series that push (early): the newest half of the judged window, on
 	// which a rise that began within the short window fills half the points about 2.5
 	// minutes sooner than on the whole; and whether its newest changes are as smooth as a
 	// line's (see track).

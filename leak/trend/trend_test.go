@@ -919,3 +919,18 @@ func TestFastRuleRoomyLookAlikes(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocatedEarly: a leak of 10 MiB/min on the allocated floor under ordinary requests
+// pages within five minutes of its onset, on the newest half of the short window, as a
+// line (not held to the probation of a staircase after the warm-up); a rise at the fast
+// rate on half a window is left to the fast rule (TestSaturatedBurst).
+func TestAllocatedEarly(t *testing.T) {
+	onset := 20*time.Minute + 7*time.Second
+	alloc := sawtooth(line(2048*mib, 10*mib, onset), 600*mib)
+	reserved := flat(4096 * mib)
+	used := func(el time.Duration) float64 { return reserved(el) + 700*mib }
+	r := scenario{d: 40 * time.Minute, alloc: alloc, reserved: reserved, used: used}.run(t)
+	if a := r.alerted(0); a < onset || a > onset+5*time.Minute {
+		t.Errorf("10 MiB/min leak flagged at %s, want within 5 minutes of %s:%s", a, onset, r)
+	}
+}
