@@ -60,6 +60,7 @@ type view struct {
 	settled  bool // the envelope's range over the short window is within sig
 	smooth   bool // since first seen, the floors rose in most buckets, not slowing down
 	line     bool // over the newest half of the short window the floors rise in most buckets
+	falls    bool // over the same half, the floors fall by more than 2σ in more than one bucket in four
 	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
 	fastRate float64
 	cont     bool // the newest bucket still rises at half the fast rate or more
@@ -239,8 +240,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// line, or in a few, like a staircase? Three in four of the changes over the newest
 	// half of the short window (a rise that began mid-window is judged on itself), at
 	// least minPoints of them. Both already rise as growth: this only tells their
-	// shapes apart, for the probation after a warm-up.
-	var up, all int
+	// shapes apart, for the probation after a warm-up. Falls: over the same changes, the
+	// floor fell by more than 2σ in more than one in four (see track).
+	var up, down, all int
 	for i := n - 1; i > lo; i-- {
 		if xs[i]-xs[i-1] != 1 {
 			continue
@@ -249,11 +251,15 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if ps[i] > ps[i-1]+sigma {
 			up++
 		}
+		if ps[i] < ps[i-1]-2*sigma {
+			down++
+		}
 		if all >= minPoints && float64(all) >= float64(ns)/2 {
 			break
 		}
 	}
 	v.line = all >= minPoints && 4*up >= 3*all
+	v.falls = all >= minPoints && 4*down > all
 
 	// Smooth (asked for during the warm-up only): since the series was first seen, the
 	// same sign test says the floor rose in most buckets, and in each of the last

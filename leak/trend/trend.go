@@ -806,7 +806,12 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	switch {
 	case v.fast && v.rigid && (urgent || v.clear):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
-	case e.qualifies(v.judge):
+	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls):
+		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
+		// leak's noise does so in about one in twelve) is a saturated server's plateau,
+		// whose floor is the least load in flight, fitted together with the ramp before
+		// it (TestSaturatedPlateau; measured: 14 of 30 load_ramp pages gone, no leak
+		// class slower).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
 	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate:
 		// A rise that began within the short window, judged on the newest half of it
