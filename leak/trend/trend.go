@@ -574,6 +574,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	cfg := &e.cfg
 	var views [numCols]view
 	growth := make([]Growth, 0, 2*numCols)
+	var shortAt [numCols]int // each column's short-window entry in growth, or -1
 	since := int64(math.MaxInt64)
 	if p.settled {
 		since = p.settledAt
@@ -584,9 +585,11 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		// A rise on the paging series that push (allocated, and memory outside the
 		// allocator) may start on half a window (see track).
 		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth, c == colUnattributed || c == colAllocated)
+		shortAt[c] = -1
 		if views[c].short.n == 0 {
 			continue
 		}
+		shortAt[c] = len(growth)
 		growth = append(growth, e.exported(views[c].short, colNames[c], WindowShort), e.exported(views[c].long, colNames[c], WindowLong))
 	}
 	pushing = views[colAllocated].present
@@ -632,6 +635,12 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			v.envLong.ok = false
 		}
 		e.track(&p.grow[c], v, now, urgent(v))
+		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
+			// Growth seen on the newest half of the window: until the whole window's line
+			// catches up (most of it is before the onset, and it may still be flat), the
+			// short window's exported slope is the half's, which the verdict rests on.
+			growth[shortAt[c]] = e.exported(v.half, colNames[c], WindowShort)
+		}
 	}
 	settledAt := p.h.bucketEnd(p.settledAt)
 	sustained := func(c int) bool {
