@@ -29,8 +29,9 @@ const fastBuckets = 3
 // GPU has room (no urgency, see track): more than twice fastBuckets, three and a half
 // minutes at the defaults. A saturated server's floor ramps with its load as steeply
 // and as rigidly as a leak for a minute or three; measured with the other tests of a
-// rise clear of load (docs/leak-detection.md, round 4): runs of 3, 4 and 5 paged on 8, 3
-// and 2 of 100 saturated bursts, 6 on none but on TestSaturatedBurst's 3-minute ramp.
+// rise clear of load as they stood then (docs/leak-detection.md, round 4): runs of 3, 4
+// and 5 paged on 8, 3 and 2 of 100 saturated bursts, 6 on none but on
+// TestSaturatedBurst's 3-minute ramp.
 const roomyBuckets = 2 * fastBuckets
 
 // urgentWindows is how many short windows of memory left, at a steep rise's pace, make

@@ -749,9 +749,9 @@ func (e *Engine) qualifies(f fitResult) bool {
 // rise, the memory left on the GPU lasts less than urgentWindows short windows, so
 // waiting could mean paging after the out-of-memory error. It wants a rigid rise (see
 // fastRule): near a full GPU a burst whose buckets stretch is load. Where the GPU has
-// room it wants more: a rise clear of load (see fastRule: it went on for roomyBuckets,
-// from the quiet floor, past every give-back excursion and beyond what requests in
-// flight take), because a saturated server's floor rises with its load for a minute or
+// room it wants more: a rise clear of load (see fastRule: it went on for more than
+// roomyBuckets, without a jump at its onset, past every give-back excursion and faster
+// than their ramps, and beyond what requests in flight take), because a saturated server's floor rises with its load for a minute or
 // two exactly like a steep leak, and drops back (measured: on three buckets, without the
 // memory-left condition, the fast rule paged on 52 of 100 saturated bursts): on a roomy
 // GPU a minute more costs little, a false page costs the alert.
@@ -817,7 +817,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
 	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls):
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
-		// leak's noise does so in about one in twelve) is a saturated server's plateau,
+		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
 		// it (TestSaturatedPlateau; measured: 14 of 30 load_ramp pages gone, no leak
 		// class slower).
