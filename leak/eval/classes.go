@@ -259,6 +259,20 @@ func Classes() []Class {
 			s.Duration = 3 * time.Hour
 		})
 
+	// A load ramp on a roomy GPU: the steep, minutes-long rise the fast rule must not
+	// take for a leak where the GPU has room.
+	add("load_ramp", "a roomy GPU whose load climbs for 2–4 min, the server never idle: the floor rises 100–1000 MiB/min, holds 1–10 min and drops back, 1–3 times", false,
+		func(r *rand.Rand, s *Spec) {
+			n := 1 + r.IntN(3)
+			for i := range n {
+				ramp, hold, rate := uniform(r, 2, 4), uniform(r, 1, 10), uniform(r, 100, 1000)
+				dur := (ramp + hold) / 0.8 // the load falls over the last fifth
+				// The least in flight is about 0.3 of the peak (see Saturation).
+				s.Saturations = append(s.Saturations, Saturation{At: minutes(uniform(r, 30, 60) + 45*float64(i)), Dur: minutes(dur),
+					Peak: rate * ramp / 0.3, Up: ramp / dur})
+			}
+		})
+
 	// One or two busy buckets in a row (a server never idle for a minute) must not spoil
 	// a window.
 	busy := func(r *rand.Rand, s *Spec) {

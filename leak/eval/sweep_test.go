@@ -27,7 +27,7 @@ var sweepBounds = map[string]bound{
 	"stair_kernels_unbounded":       {0, 100, 50 * time.Minute},
 	"stair_used_only_unbounded":     {1, 100, 70 * time.Minute},
 	"gc_sawtooth_rising_floor":      {0, 100, 105 * time.Minute},
-	"saturated_burst_leak":          {0, 40, 25 * time.Minute},
+	"saturated_burst_leak":          {0, 25, 25 * time.Minute},
 	"cuda_context_short_leak":       {0, 10, 4 * time.Minute},
 	"used_only_creep_leak":          {42, 100, 150 * time.Minute},
 	"fast_leak_near_full":           {0, 20, 8 * time.Minute},
@@ -55,6 +55,10 @@ var knownFalseAlarms = map[string]int{
 	// A saturated burst near a full GPU whose floor ramps and whose requests' spread
 	// does not widen: the fast rule cannot tell it from a steep leak (was 75 %).
 	"saturated_burst_near_full": 24,
+	// A load that climbs for 2–4 minutes, holds and falls back (added in round 4): the
+	// short rule fits the ramp and its plateau as a line (30 of 100 on round 3's
+	// detector); the fast rule pages none of them.
+	"load_ramp": 16,
 }
 
 // TestSweep runs every class of the sweep with a few seeds (VRAM_SWEEP=N for N, as

@@ -25,6 +25,15 @@ const longBlocks = 24
 // bucket the onset falls (the first, partial bucket may not rise at all).
 const fastBuckets = 3
 
+// roomyBuckets bounds from below the steep rises in a row the fast rule wants where the
+// GPU has room (no urgency, see track): more than twice fastBuckets, three and a half
+// minutes at the defaults. A saturated server's floor ramps with its load as steeply
+// and as rigidly as a leak for a minute or three; measured with the other tests of a
+// rise clear of load as they stood then (docs/leak-detection.md, round 4): runs of 3, 4
+// and 5 paged on 8, 3 and 2 of 100 saturated bursts, 6 on none but on
+// TestSaturatedBurst's 3-minute ramp.
+const roomyBuckets = 2 * fastBuckets
+
 // urgentWindows is how many short windows of memory left, at a steep rise's pace, make
 // the fast rule urgent: two, so that a leak of 100 MiB/min or more that would fill a
 // nearly full GPU in under 20 minutes pages within about two minutes of its onset.
@@ -37,6 +46,7 @@ type view struct {
 	sigma   float64
 	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
 	w       int64   // envelope width in buckets: the longest give-back excursion seen
+	back    float64 // the steepest rise per bucket of a give-back excursion longer than fastBuckets
 
 	short, long fitResult // the floors themselves, exported
 	judge       fitResult // the envelope over max(short window, 3 w)
@@ -51,10 +61,12 @@ type view struct {
 	settled  bool // the envelope's range over the short window is within sig
 	smooth   bool // since first seen, the floors rose in most buckets, not slowing down
 	line     bool // over the newest half of the short window the floors rise in most buckets
+	falls    bool // over the same half, the floors fall by more than 2σ in more than one bucket in four
 	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
 	fastRate float64
 	cont     bool // the newest bucket still rises at half the fast rate or more
 	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
+	clear    bool // and it cleared what load could explain (see fastRule): it may page on a roomy GPU
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -67,7 +79,7 @@ type view struct {
 //
 // coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU);
 // needSmooth asks for the smooth test (the warm-up's); early for the half-window fit
-// (memory outside the allocator).
+// (allocated, and memory outside the allocator).
 func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, early bool) view {
 	cfg := &e.cfg
 	sc := &e.sc
@@ -141,15 +153,23 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// began (the series was higher all that time and gave it back). The longest, in
 	// buckets, is the envelope width: memory that this series has shown it gives back (a
 	// garbage collector's cycle, a burst) is judged on its troughs, by the envelope
-	// min(floors over the last w buckets).
+	// min(floors over the last w buckets). The steepest pace at which an excursion
+	// longer than fastBuckets rose to its top is back: a sawtooth's ramps (a collector's
+	// garbage, the load of a burst) rise at about the same pace each time, and a leak on
+	// the series adds its own to it (see fastRule).
 	for j := 1; j < n; j++ {
-		hi := math.Inf(-1)
+		hi, top := math.Inf(-1), 0
 		k := j - 1
 		for ; k >= 0 && ps[k] > ps[j]+v.sig/2; k-- {
-			hi = math.Max(hi, ps[k])
+			if ps[k] > hi {
+				hi, top = ps[k], k
+			}
 		}
 		if hi-ps[j] >= v.sig {
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
+			if k >= 0 && xs[j]-xs[k] > fastBuckets && xs[top] > xs[k] {
+				v.back = math.Max(v.back, (hi-ps[k])/(xs[top]-xs[k]))
+			}
 		}
 	}
 	env := grow(&sc.env, n)
@@ -176,7 +196,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		// rarer, larger requests arrive; only steps of sig count as new highs.
 		v.judge.highs = highs(jy, v.sig)
 	}
-	// For memory outside the allocator (early): the newest half of the judged window, on
+	// For the paging series that push (early): the newest half of the judged window, on
 	// which a rise that began within the short window fills half the points about 2.5
 	// minutes sooner than on the whole; and whether its newest changes are as smooth as a
 	// line's (see track).
@@ -221,8 +241,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// line, or in a few, like a staircase? Three in four of the changes over the newest
 	// half of the short window (a rise that began mid-window is judged on itself), at
 	// least minPoints of them. Both already rise as growth: this only tells their
-	// shapes apart, for the probation after a warm-up.
-	var up, all int
+	// shapes apart, for the probation after a warm-up. Falls: over the same changes, the
+	// floor fell by more than 2σ in more than one in four (see track).
+	var up, down, all int
 	for i := n - 1; i > lo; i-- {
 		if xs[i]-xs[i-1] != 1 {
 			continue
@@ -231,11 +252,15 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if ps[i] > ps[i-1]+sigma {
 			up++
 		}
+		if ps[i] < ps[i-1]-2*sigma {
+			down++
+		}
 		if all >= minPoints && float64(all) >= float64(ns)/2 {
 			break
 		}
 	}
 	v.line = all >= minPoints && 4*up >= 3*all
+	v.falls = all >= minPoints && 4*down > all
 
 	// Smooth (asked for during the warm-up only): since the series was first seen, the
 	// same sign test says the floor rose in most buckets, and in each of the last
@@ -278,7 +303,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	v.fast, v.fastRate, v.cont, v.rigid = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, v.back)
 	return v
 }
 
@@ -286,9 +311,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 // the one before by at least FastRate (and 4σ), and the short window before the rise was
 // quiet (its envelope within sig: busy buckets that came back do not count). rate is the pace of the
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
-// bucket still rose by half the fast rate. (Whether the rule may start growth depends on
-// the GPU's memory left: see track.)
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig float64) (fast bool, rate float64, cont, rigid bool) {
+// bucket still rose by half the fast rate; rigid and clear are the tests (below) that
+// let the rule start growth near a full GPU and on a roomy one (see track).
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -297,7 +322,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false
+		return false, 0, cont, false, false
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -311,7 +336,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	for i := n - k; i < n; i++ {
 		d := fs[i] - fs[i-1]
 		if d < 4*sigma || (i > n-k && d < step) {
-			return false, rate, cont, false
+			return false, rate, cont, false, false
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -343,7 +368,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false
+		return false, rate, cont, false, false
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -360,8 +385,39 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	e.sc.bx, e.sc.by = pre, in
-	rigid = len(pre) >= minPoints && len(in) >= fastBuckets-1 && median(in) <= upperQuartile(pre)+4*sigma
-	return true, rate, cont, rigid
+	if len(pre) < minPoints || len(in) < fastBuckets-1 {
+		return true, rate, cont, false, false
+	}
+	load := upperQuartile(pre)
+	rigid = median(in) <= load+4*sigma
+	// Clear of load: what lets the rule page on a roomy GPU (see track), where a
+	// saturated burst, a garbage collector's ramp or a batch held at once may rise as
+	// steeply and as rigidly for a few buckets. A leak's rise, unlike theirs:
+	//   - goes on: more than roomyBuckets steep rises in a row, not fastBuckets;
+	//   - begins with at most a bucket's worth of itself (the onset bucket rises no more
+	//     than twice the steepest rise after it: one bucket plus its idle moments'
+	//     phase), not with a jump that something else then tops up;
+	//   - lifts the floor by more than the requests in flight take on top of it in most
+	//     quiet buckets (their spreads' upper quartile): the least load a server that is
+	//     never idle holds is at most what its requests take, and a burst of larger
+	//     requests than usual stretches its buckets, which the rigid test rejects;
+	//   - outlasts every give-back excursion the series has shown: its envelope (the
+	//     troughs, see analyze) rose too, so a sawtooth's ramp no longer than ones that
+	//     came back does not count, even where they rose from the series' first floor;
+	//   - rises faster, by the fast step, than any excursion the series gave back (back,
+	//     see analyze): a collector's ramp that runs longer than the ones before rises
+	//     at their pace, a leak adds its own.
+	onset := true
+	if run >= 1 {
+		steepest := 0.0
+		for i := run + 1; i < n; i++ {
+			steepest = math.Max(steepest, fs[i]-fs[i-1])
+		}
+		onset = fs[run]-fs[run-1] <= 2*steepest
+	}
+	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
+	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-back >= step
+	return true, rate, cont, rigid, clear
 }
 
 // recentScatter is σ (1.4826·MAD/√2) of the newest k bucket-to-bucket changes of ps, or
