@@ -352,6 +352,7 @@ type growState struct {
 	fit   float64
 	line  bool // it started as a line (most buckets rising), not a staircase
 	early bool // it started on the newest half of the short window (see track)
+	roomy bool // the fast rule started it on a rise clear of load, not on urgency
 }
 
 // smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
@@ -814,7 +815,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	}
 	switch {
 	case v.fast && v.rigid && (urgent || v.clear):
-		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
 	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls):
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
@@ -953,10 +954,13 @@ func (e *Engine) memoryLeft(uuid string) (float64, bool) {
 
 func growthReason(what string, g growState, now time.Time) string {
 	var r string
-	switch g.rule {
-	case ruleFast:
-		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor", what, g.slope/MiBPerMinute, fastBuckets)
-	case ruleSlow:
+	switch {
+	case g.rule == ruleFast && g.roomy:
+		// On-call reads why it paged on a roomy GPU: a run long and clear of load.
+		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of more than %d buckets in a row over a quiet floor, beyond what load explains", what, g.slope/MiBPerMinute, roomyBuckets)
+	case g.rule == ruleFast:
+		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, fast enough to fill the GPU soon", what, g.slope/MiBPerMinute, fastBuckets)
+	case g.rule == ruleSlow:
 		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
 	default:
 		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
