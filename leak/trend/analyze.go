@@ -67,6 +67,9 @@ type view struct {
 	cont     bool // the newest bucket still rises at half the fast rate or more
 	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
 	clear    bool // and it cleared what load could explain (see fastRule): it may page on a roomy GPU
+	// stretched: the newest half of the short window's buckets spread wider than the
+	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
+	stretched bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -304,6 +307,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
 	v.fast, v.fastRate, v.cont, v.rigid, v.clear = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, v.back)
+	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	return v
 }
 
@@ -418,6 +422,48 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
 	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-back >= step
 	return true, rate, cont, rigid, clear
+}
+
+// stretched says whether the buckets of the newest half of the short window spread wider
+// than the older buckets whose spreads the history holds (held buckets in all): their
+// median spread (less a steady rise's drift, see spreadAt) above the older ones' upper
+// quartile by more than the noise and a quarter of the older ones' interquartile range.
+//
+// A server that is never idle lifts its floor by the least load in flight, and the same
+// load stretches its buckets: with requests of sizes up to a peak, the floor rises by the
+// least of them and the spread by the rest, more than the floor itself. A leak shifts a
+// bucket's samples up as a whole and leaves the spreads as they were (the fast rule's
+// rigid test, on the newest buckets against the quiet window before them). The short
+// rule must not start growth on a stretched rise: a load ramp that climbs for minutes and
+// holds fits a robust line over the short window until it falls back (load_ramp).
+//
+// The margin: against the upper quartile alone (4σ of the floors is nothing next to what
+// requests of heavy-tailed sizes do to a bucket's spread), 1 of 100 1 MiB/min leaks
+// (leak_alloc_1mib) was held past 10 minutes; a quarter of the interquartile range keeps
+// every leak class within a second of its delays, while half of it let 5 instead of 2 of
+// 100 load ramps page, one of it 8 (measured on seeds 1–100, docs/leak-detection.md).
+func (e *Engine) stretched(xs []float64, spreadAt func(int) (float64, bool), sigma float64, ns, held int64) bool {
+	n := len(xs)
+	nh := float64(ns / 2)
+	pre, in := e.sc.bx[:0], e.sc.by[:0]
+	for i := n - 1; i >= 0 && xs[i] > -float64(held); i-- {
+		sp, ok := spreadAt(i)
+		if !ok {
+			continue
+		}
+		if xs[i] > -nh {
+			in = append(in, sp)
+		} else {
+			pre = append(pre, sp)
+		}
+	}
+	e.sc.bx, e.sc.by = pre, in
+	if len(in) < minPoints || len(pre) < minPoints {
+		return false
+	}
+	uq := upperQuartile(pre) // sorts pre
+	lq := pre[(len(pre)-1)/4]
+	return median(in) > uq+math.Max(4*sigma, (uq-lq)/4)
 }
 
 // recentScatter is σ (1.4826·MAD/√2) of the newest k bucket-to-bucket changes of ps, or

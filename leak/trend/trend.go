@@ -816,14 +816,17 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	switch {
 	case v.fast && v.rigid && (urgent || v.clear):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
-	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls):
+	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
 		// it (TestSaturatedPlateau; measured: 14 of 30 load_ramp pages gone, no leak
-		// class slower).
+		// class slower). A rise whose newest buckets stretch (see stretched) is load in
+		// flight at any slope: a load ramp's climb and hold fit a line over the short
+		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
+		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate:
+	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a
@@ -831,7 +834,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// paces (TestSaturatedBurst: 400 MiB/min for three minutes) only the fast rule's
 		// tests of load tell it from one (measured on 100 seeds: without this bound 4 more
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
-		// class).
+		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs:
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
