@@ -385,6 +385,7 @@ type scenario struct {
 	d                     time.Duration
 	alloc, reserved, used func(time.Duration) float64
 	gpuTotal, gpuOther    float64
+	every                 time.Duration // the sampling interval: 5 s unless set
 }
 
 type change struct {
@@ -412,7 +413,11 @@ func (sc scenario) run(t *testing.T) run {
 	var out run
 	k := Key{PID: 4242, Start: 1, UUID: "GPU-a"}
 	last := Verdict("")
-	for el := time.Duration(0); el <= sc.d; el += 5 * time.Second {
+	every := sc.every
+	if every == 0 {
+		every = 5 * time.Second
+	}
+	for el := time.Duration(0); el <= sc.d; el += every {
 		s := Sample{Key: k, T: t0.Add(el)}
 		if sc.alloc != nil {
 			s.Allocated, s.HasAllocated = sc.alloc(el), true
@@ -972,7 +977,9 @@ func TestSaturatedPlateau(t *testing.T) {
 			vals[el] = v
 			return v
 		}
-		r := roomy(alloc, at+30*time.Minute).run(t)
+		sc := roomy(alloc, at+30*time.Minute)
+		sc.every = 2 * time.Second
+		r := sc.run(t)
 		if a := r.alerted(0); a >= 0 {
 			paged++
 			t.Logf("draw %d paged at %s:%s", seed, a, r)
@@ -980,5 +987,74 @@ func TestSaturatedPlateau(t *testing.T) {
 	}
 	if paged > 2 {
 		t.Errorf("%d of 10 saturated plateaus paged, want at most 2", paged)
+	}
+}
+
+// TestLoadRampStretched: a load that climbs for 3 minutes and holds for 6 on a roomy GPU,
+// the server never idle, its floor lifted by the least load in flight at 100 MiB/min (the
+// judged line stays below FastRate, so the test of falls does not apply), sampled every
+// 2 s like the load_ramp class: a robust line through the quiet floor, the ramp and the
+// hold fits, but the buckets of the ramp and the hold spread with the load (see
+// stretched), and a leak's do not. Over twenty draws of the requests at most 4 page
+// (measured: 4, all at the end of the hold, when the older buckets the spreads are
+// compared with hold the ramp; 9 without the test). A leak of 1 MiB/min under the same
+// ordinary traffic still pages within 10 minutes on every draw.
+func TestLoadRampStretched(t *testing.T) {
+	at := 40 * time.Minute
+	paged := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		traffic := func(el time.Duration, vals map[time.Duration]float64) float64 {
+			if v, ok := vals[el]; ok {
+				return v
+			}
+			v := 0.0
+			if rng.Float64() < 0.5 {
+				v += 600 * mib * rng.Float64()
+			}
+			vals[el] = v
+			return v
+		}
+		vals, loads := map[time.Duration]float64{}, map[time.Duration]float64{}
+		alloc := func(el time.Duration) float64 {
+			v := 4096*mib + traffic(el, vals)
+			if l, ok := loads[el]; ok {
+				return v + l
+			}
+			load := 0.0
+			switch d := (el - at).Minutes(); {
+			case d < 0 || d >= 11.25:
+			case d < 3:
+				load = d / 3
+			case d < 9:
+				load = 1
+			default:
+				load = (11.25 - d) / 2.25
+			}
+			// 100 MiB/min of floor for 3 minutes: the least in flight is 0.3 of the peak.
+			l := load * 1000 * mib * (0.3 + 0.7*rng.Float64())
+			loads[el] = l
+			return v + l
+		}
+		sc := roomy(alloc, at+30*time.Minute)
+		sc.every = 2 * time.Second
+		r := sc.run(t)
+		if a := r.alerted(0); a >= 0 {
+			paged++
+			t.Logf("draw %d paged at %s:%s", seed, a, r)
+		}
+
+		onset := at + 7*time.Second
+		vals = map[time.Duration]float64{}
+		leak := func(el time.Duration) float64 { return line(4096*mib, 1*mib, onset)(el) + traffic(el, vals) }
+		sc = roomy(leak, at+20*time.Minute)
+		sc.every = 2 * time.Second
+		r = sc.run(t)
+		if a := r.alerted(0); a < onset || a > onset+10*time.Minute {
+			t.Errorf("draw %d: 1 MiB/min leak flagged at %s, want within 10 minutes of %s:%s", seed, a, onset, r)
+		}
+	}
+	if paged > 4 {
+		t.Errorf("%d of 20 load ramps paged, want at most 4", paged)
 	}
 }
