@@ -425,7 +425,8 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 }
 
 // stretched says whether the buckets of the newest half of the short window spread wider
-// than the older buckets whose spreads the history holds (held buckets in all): their
+// than the older buckets whose spreads the history holds (held buckets in all, two short
+// windows: the one and a half before the newest half reach back before a load's climb): their
 // median spread (less a steady rise's drift, see spreadAt) above the older ones' upper
 // quartile by more than the noise and a quarter of the older ones' interquartile range.
 //
@@ -441,7 +442,8 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 // requests of heavy-tailed sizes do to a bucket's spread), 1 of 100 1 MiB/min leaks
 // (leak_alloc_1mib) was held past 10 minutes; a quarter of the interquartile range keeps
 // every leak class within a second of its delays, while half of it let 5 instead of 2 of
-// 100 load ramps page, one of it 8 (measured on seeds 1–100, docs/leak-detection.md).
+// 100 load ramps page, one of it 8 (measured on seeds 1–100 with the spreads of one short
+// window and a few buckets held, docs/leak-detection.md).
 func (e *Engine) stretched(xs []float64, spreadAt func(int) (float64, bool), sigma float64, ns, held int64) bool {
 	n := len(xs)
 	nh := float64(ns / 2)

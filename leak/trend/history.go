@@ -19,8 +19,11 @@ type history struct {
 	bucket time.Duration
 	idx    []int64     // bucket index held by each slot; math.MinInt64 when empty
 	floor  [][]float64 // floor[c][slot]; NaN when the column had no sample
-	// spread[c][b % len]: max − min of the samples of bucket b, newest few buckets only
-	// (the fast rule compares a rise's buckets with the quiet ones before it).
+	// spread[c][b % len]: max − min of the samples of bucket b, newest two short windows
+	// and a few buckets only (the fast rule compares a rise's buckets with the quiet ones
+	// before it; the short rule the newest half window's with the older ones, see
+	// stretched: a load ramp that climbs and holds for a short window must not be all
+	// the older buckets hold).
 	spreadIdx []int64
 	spread    [][]float64
 	// first and last sample time of the newest few buckets, at spreadIdx's slots: how
@@ -41,7 +44,10 @@ type history struct {
 
 func newHistory(cfg Config, ncols int) *history {
 	n := int(cfg.LongWindow / cfg.Bucket)
-	ns := int(cfg.ShortWindow/cfg.Bucket) + fastBuckets + 2
+	// Two short windows: with one, a load ramp's climb filled the older buckets that the
+	// newest half window is compared with by the time its hold fitted a line (measured:
+	// 2 of 100 load_ramp traces paged, 1 with two; TestLoadRampStretched 4 of 20, 0).
+	ns := 2*int(cfg.ShortWindow/cfg.Bucket) + fastBuckets + 2
 	h := &history{
 		bucket:    cfg.Bucket,
 		idx:       make([]int64, n),

@@ -995,10 +995,11 @@ func TestSaturatedPlateau(t *testing.T) {
 // judged line stays below FastRate, so the test of falls does not apply), sampled every
 // 2 s like the load_ramp class: a robust line through the quiet floor, the ramp and the
 // hold fits, but the buckets of the ramp and the hold spread with the load (see
-// stretched), and a leak's do not. Over twenty draws of the requests at most 4 page
-// (measured: 4, all at the end of the hold, when the older buckets the spreads are
-// compared with hold the ramp; 9 without the test). A leak of 1 MiB/min under the same
-// ordinary traffic still pages within 10 minutes on every draw.
+// stretched), and a leak's do not. Over twenty draws of the requests at most one pages
+// (measured: none; 9 without the test; 4, all at the end of the hold, when the history
+// held the spreads of one short window only, so that the older buckets compared were the
+// climb). A leak of 1 MiB/min under the same ordinary traffic still pages within 10
+// minutes on every draw.
 func TestLoadRampStretched(t *testing.T) {
 	at := 40 * time.Minute
 	paged := 0
@@ -1054,7 +1055,7 @@ func TestLoadRampStretched(t *testing.T) {
 			t.Errorf("draw %d: 1 MiB/min leak flagged at %s, want within 10 minutes of %s:%s", seed, a, onset, r)
 		}
 	}
-	if paged > 4 {
-		t.Errorf("%d of 20 load ramps paged, want at most 4", paged)
+	if paged > 1 {
+		t.Errorf("%d of 20 load ramps paged, want at most 1", paged)
 	}
 }
