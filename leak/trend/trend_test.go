@@ -464,6 +464,18 @@ func (r run) alerted(from time.Duration) time.Duration {
 	return -1
 }
 
+// pagedWithin fails t unless r first pages within [onset+lo, onset+hi] and its newest
+// reason contains reason (which rule paged, in the words on-call reads).
+func (r run) pagedWithin(t *testing.T, onset, lo, hi time.Duration, reason string) {
+	t.Helper()
+	if a := r.alerted(0); a < onset+lo || a > onset+hi {
+		t.Fatalf("flagged at %s, want %s–%s after %s:%s", a, lo, hi, onset, r)
+	}
+	if got := r.changes[len(r.changes)-1].reason; !strings.Contains(got, reason) {
+		t.Errorf("reason %q, want one with %q", got, reason)
+	}
+}
+
 func (r run) String() string {
 	var b strings.Builder
 	for _, c := range r.changes {
@@ -786,15 +798,9 @@ func TestFastRuleUrgentPartWayUp(t *testing.T) {
 	alloc := sawtooth(func(el time.Duration) float64 { return 8*gib + 500*mib*math.Max(0, (el-onset).Minutes()) }, 3*gib)
 	// 15 GiB free, 3 of them for the largest request: about 24.5 minutes at 500 MiB/min,
 	// urgent after about 4.5.
-	r := onGPU(alloc, 15*gib, 45*time.Minute).run(t)
-	a := r.alerted(0)
-	if a < onset+4*time.Minute || a > onset+5*time.Minute+30*time.Second {
-		t.Fatalf("flagged at %s, want once urgent, 4.5–5.5 minutes after %s:%s", a, onset, r)
-	}
-	// The reason says which test paged: the GPU about to fill, not a long run.
-	if !strings.Contains(r.changes[len(r.changes)-1].reason, "buckets over a quiet floor, fast enough to fill the GPU soon") {
-		t.Errorf("flagged by another rule, or not said as urgent: %s", r.changes[len(r.changes)-1].reason)
-	}
+	// Once urgent; the reason says the GPU is about to fill, not a long run.
+	onGPU(alloc, 15*gib, 45*time.Minute).run(t).pagedWithin(t, onset, 4*time.Minute, 5*time.Minute+30*time.Second,
+		"buckets over a quiet floor, fast enough to fill the GPU soon")
 }
 
 // TestUnattributedEarly: memory outside the allocator does not follow the load in flight,
@@ -853,15 +859,9 @@ func roomy(alloc func(time.Duration) float64, d time.Duration) scenario {
 func TestFastLeakRoomy(t *testing.T) {
 	onset := 30*time.Minute + 7*time.Second
 	alloc := sawtooth(line(8192*mib, 300*mib, onset), 600*mib)
-	r := roomy(alloc, 45*time.Minute).run(t)
-	a := r.alerted(0)
-	if a < onset+3*time.Minute || a > onset+4*time.Minute+30*time.Second {
-		t.Fatalf("flagged at %s, want by the fast rule 3–4.5 minutes after %s:%s", a, onset, r)
-	}
-	// The reason says which test paged: a run clear of load, not a GPU about to fill.
-	if !strings.Contains(r.changes[len(r.changes)-1].reason, "buckets in a row over a quiet floor, beyond what load explains") {
-		t.Errorf("flagged by another rule, or said as urgent: %s", r.changes[len(r.changes)-1].reason)
-	}
+	// By the fast rule; the reason says a run clear of load, not a GPU about to fill.
+	roomy(alloc, 45*time.Minute).run(t).pagedWithin(t, onset, 3*time.Minute, 4*time.Minute+30*time.Second,
+		"buckets in a row over a quiet floor, beyond what load explains")
 }
 
 // TestFastRuleRoomyLookAlikes: on a roomy GPU, rises as steep and as rigid as a leak's
