@@ -39,6 +39,20 @@ const roomyBuckets = 2 * fastBuckets
 // nearly full GPU in under 20 minutes pages within about two minutes of its onset.
 const urgentWindows = 2
 
+// steadyRise bounds how unevenly the newest two of a fast rise's buckets may rise for the
+// urgent fast rule to page on them: the larger rise at most steadyRise times the smaller.
+// A leak adds the same bytes every bucket (a constant pace; what jitters is the idle
+// moment's phase and the noise, both small next to a fast step), so its floor climbs in
+// even steps. A saturated server's floor is the least load in flight, drawn anew every
+// bucket from requests that come and go, so it climbs as unevenly as the load (steps of
+// 150 then 600 then 200 MiB) even where its buckets do not stretch. An uneven pair does
+// not veto the rise: the next bucket is judged again with the newest pair, so a leak
+// whose floor jittered pages a bucket later. Measured on seeds 1–100
+// (docs/leak-detection.md, round 4 third pass): saturated_burst_near_full 22 → 16 pages,
+// fast_leak_near_full 14 → 16 over 2 minutes, least forecast lead 2m56s unchanged; 1.5
+// kept 14 bursts but put 21 fast leaks over 2 minutes, 2.5 and 3 kept 18 and 20 bursts.
+const steadyRise = 2
+
 // view is what one column's floors say at a bucket close (see analyze).
 type view struct {
 	present bool    // the short window holds at least minPoints floors
@@ -67,6 +81,7 @@ type view struct {
 	cont     bool // the newest bucket still rises at half the fast rate or more
 	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
 	clear    bool // and it cleared what load could explain (see fastRule): it may page on a roomy GPU
+	even     bool // its newest two buckets rose within steadyRise of each other (urgent pages need it)
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
@@ -306,7 +321,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, v.back)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, v.back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	return v
 }
@@ -315,9 +330,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 // the one before by at least FastRate (and 4σ), and the short window before the rise was
 // quiet (its envelope within sig: busy buckets that came back do not count). rate is the pace of the
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
-// bucket still rose by half the fast rate; rigid and clear are the tests (below) that
-// let the rule start growth near a full GPU and on a roomy one (see track).
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear bool) {
+// bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
+// let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track).
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -326,7 +341,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false, false
+		return false, 0, cont, false, false, false
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -340,7 +355,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	for i := n - k; i < n; i++ {
 		d := fs[i] - fs[i-1]
 		if d < 4*sigma || (i > n-k && d < step) {
-			return false, rate, cont, false, false
+			return false, rate, cont, false, false, false
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -372,7 +387,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false, false
+		return false, rate, cont, false, false, false
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -390,7 +405,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	e.sc.bx, e.sc.by = pre, in
 	if len(pre) < minPoints || len(in) < fastBuckets-1 {
-		return true, rate, cont, false, false
+		return true, rate, cont, false, false, false
 	}
 	load := upperQuartile(pre)
 	rigid = median(in) <= load+4*sigma
@@ -421,7 +436,12 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
 	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-back >= step
-	return true, rate, cont, rigid, clear
+	// Even: the newest two rises (both full buckets of the rise, each at least the fast
+	// step) within steadyRise of each other: a leak's constant pace, not the least load
+	// in flight (see steadyRise).
+	a, b := fs[n-2]-fs[n-3], fs[n-1]-fs[n-2]
+	even = math.Max(a, b) <= steadyRise*math.Min(a, b)
+	return true, rate, cont, rigid, clear, even
 }
 
 // stretched says whether the buckets of the newest half of the short window spread wider

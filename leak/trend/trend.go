@@ -749,7 +749,9 @@ func (e *Engine) qualifies(f fitResult) bool {
 // The fast rule starts growth on three steep buckets when urgent: at the pace of the
 // rise, the memory left on the GPU lasts less than urgentWindows short windows, so
 // waiting could mean paging after the out-of-memory error. It wants a rigid rise (see
-// fastRule): near a full GPU a burst whose buckets stretch is load. Where the GPU has
+// fastRule): near a full GPU a burst whose buckets stretch is load; and an even one (see
+// steadyRise): a floor that climbs in uneven steps is the least load in flight, a leak's
+// climbs at its constant pace. Where the GPU has
 // room it wants more: a rise clear of load (see fastRule: it went on for more than
 // roomyBuckets, without a jump at its onset, past every give-back excursion and faster
 // than their ramps, and beyond what requests in flight take), because a saturated server's floor rises with its load for a minute or
@@ -777,7 +779,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && !v.decel && f.rise >= v.sig &&
 			v.recent.ok && v.recent.slope/b >= rate/2
 	}
-	if g.growing() && g.rule != ruleFast && v.fast && v.rigid && urgent {
+	if g.growing() && g.rule != ruleFast && v.fast && v.rigid && v.even && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule
 		// started (and may still have to confirm), and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
@@ -814,7 +816,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && (urgent || v.clear):
+	case v.fast && v.rigid && ((urgent && v.even) || v.clear):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
 	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
