@@ -1059,3 +1059,56 @@ func TestLoadRampStretched(t *testing.T) {
 		t.Errorf("%d of 20 load ramps paged, want at most 1", paged)
 	}
 }
+
+// TestUrgentRiseEven: near a full GPU, a saturated server whose floor (the least load in
+// flight) climbs in uneven steps, 150 then 600 MiB a bucket, with its buckets as tight as
+// before (rigid), is load: it does not page. A leak at the same average pace (375 MiB a
+// bucket) climbs in even steps and pages within two minutes; one whose floor jitters
+// (300 then 450 MiB) still pages. Without the even test the burst pages after 1.5 minutes.
+func TestUrgentRiseEven(t *testing.T) {
+	const gib = 1024 * mib
+	onset := 30 * time.Minute // on a bucket boundary: each bucket holds one step
+	base := sawtooth(flat(8*gib), 300*mib)
+	steps := func(small, large float64, n int) func(time.Duration) float64 {
+		return func(el time.Duration) float64 {
+			if el < onset {
+				return base(el)
+			}
+			j := int((el - onset) / (30 * time.Second))
+			if n > 0 && j >= n+4 { // held for four buckets, then given back
+				return base(el)
+			}
+			if n > 0 {
+				j = min(j, n-1)
+			}
+			lvl := 0.0
+			for i := 0; i <= j; i++ {
+				if i%2 == 0 {
+					lvl += small
+				} else {
+					lvl += large
+				}
+			}
+			return base(el) + lvl
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		alloc func(time.Duration) float64
+		pages bool
+	}{
+		{"burst, uneven steps", steps(150*mib, 600*mib, 5), false},
+		{"leak, even steps", steps(375*mib, 375*mib, 0), true},
+		{"leak, jittering steps", steps(300*mib, 450*mib, 0), true},
+	} {
+		// 9 GiB free besides the working set: at 750 MiB/min about 12 minutes.
+		r := onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t)
+		a := r.alerted(0)
+		switch {
+		case tc.pages && (a < onset || a > onset+2*time.Minute):
+			t.Errorf("%s flagged at %s, want within 2 minutes of %s:%s", tc.name, a, onset, r)
+		case !tc.pages && a >= 0:
+			t.Errorf("%s flagged at %s, want quiet:%s", tc.name, a, r)
+		}
+	}
+}
