@@ -476,6 +476,19 @@ func (r run) pagedWithin(t *testing.T, onset, lo, hi time.Duration, reason strin
 	}
 }
 
+// pagedSoonOrQuiet checks one case of a table of look-alikes and their twins: a leak
+// pages within 2 minutes of onset, a look-alike never.
+func (r run) pagedSoonOrQuiet(t *testing.T, name string, onset time.Duration, pages bool) {
+	t.Helper()
+	a := r.alerted(0)
+	switch {
+	case pages && (a < onset || a > onset+2*time.Minute):
+		t.Errorf("%s flagged at %s, want within 2 minutes of %s:%s", name, a, onset, r)
+	case !pages && a >= 0:
+		t.Errorf("%s flagged at %s, want quiet:%s", name, a, r)
+	}
+}
+
 func (r run) String() string {
 	var b strings.Builder
 	for _, c := range r.changes {
@@ -775,14 +788,7 @@ func TestFastRuleTellsLoadFromLeak(t *testing.T) {
 		pages bool
 	}{{"burst", burst, false}, {"leak", leak, true}} {
 		// 9 GiB free besides the working set: at 600 MiB/min that is 15 minutes.
-		r := onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t)
-		a := r.alerted(0)
-		switch {
-		case tc.pages && (a < onset || a > onset+2*time.Minute):
-			t.Errorf("%s flagged at %s, want within 2 minutes of %s:%s", tc.name, a, onset, r)
-		case !tc.pages && a >= 0:
-			t.Errorf("%s flagged at %s, want quiet:%s", tc.name, a, r)
-		}
+		onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t).pagedSoonOrQuiet(t, tc.name, onset, tc.pages)
 	}
 }
 
@@ -1102,13 +1108,6 @@ func TestUrgentRiseEven(t *testing.T) {
 		{"leak, jittering steps", steps(300*mib, 450*mib, 0), true},
 	} {
 		// 9 GiB free besides the working set: at 750 MiB/min about 12 minutes.
-		r := onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t)
-		a := r.alerted(0)
-		switch {
-		case tc.pages && (a < onset || a > onset+2*time.Minute):
-			t.Errorf("%s flagged at %s, want within 2 minutes of %s:%s", tc.name, a, onset, r)
-		case !tc.pages && a >= 0:
-			t.Errorf("%s flagged at %s, want quiet:%s", tc.name, a, r)
-		}
+		onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t).pagedSoonOrQuiet(t, tc.name, onset, tc.pages)
 	}
 }
