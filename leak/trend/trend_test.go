@@ -489,6 +489,35 @@ func (r run) pagedSoonOrQuiet(t *testing.T, name string, onset time.Duration, pa
 	}
 }
 
+// trapezoid is a load's share of its peak d minutes after it began: climbing until rise,
+// held until hold, falling back to nothing at end.
+func trapezoid(d, rise, hold, end float64) float64 {
+	switch {
+	case d < 0 || d >= end:
+		return 0
+	case d < rise:
+		return d / rise
+	case d < hold:
+		return 1
+	default:
+		return (end - d) / (end - hold)
+	}
+}
+
+// pagesEvery2s runs alloc on a roomy GPU sampled every 2 s until 30 minutes after at,
+// and reports whether it paged, logging when (one draw of a random look-alike).
+func pagesEvery2s(t *testing.T, alloc func(time.Duration) float64, at time.Duration, draw any) bool {
+	t.Helper()
+	sc := roomy(alloc, at+30*time.Minute)
+	sc.every = 2 * time.Second
+	r := sc.run(t)
+	a := r.alerted(0)
+	if a >= 0 {
+		t.Logf("draw %v paged at %s:%s", draw, a, r)
+	}
+	return a >= 0
+}
+
 func (r run) String() string {
 	var b strings.Builder
 	for _, c := range r.changes {
@@ -969,26 +998,13 @@ func TestSaturatedPlateau(t *testing.T) {
 			if rng.Float64() < 0.5 {
 				v += 600 * mib * rng.Float64()
 			}
-			load := 0.0
-			switch d := (el - at).Minutes(); {
-			case d < 0 || d >= 10.5:
-			case d < 3.2:
-				load = d / 3.2
-			case d < 8.4:
-				load = 1
-			default:
-				load = (10.5 - d) / 2.1
-			}
+			load := trapezoid((el - at).Minutes(), 3.2, 8.4, 10.5)
 			v += load * 6000 * mib * (0.3 + 0.7*rng.Float64())
 			vals[el] = v
 			return v
 		}
-		sc := roomy(alloc, at+30*time.Minute)
-		sc.every = 2 * time.Second
-		r := sc.run(t)
-		if a := r.alerted(0); a >= 0 {
+		if pagesEvery2s(t, alloc, at, seed) {
 			paged++
-			t.Logf("draw %d paged at %s:%s", seed, a, r)
 		}
 	}
 	if paged > 2 {
@@ -1028,35 +1044,22 @@ func TestLoadRampStretched(t *testing.T) {
 			if l, ok := loads[el]; ok {
 				return v + l
 			}
-			load := 0.0
-			switch d := (el - at).Minutes(); {
-			case d < 0 || d >= 11.25:
-			case d < 3:
-				load = d / 3
-			case d < 9:
-				load = 1
-			default:
-				load = (11.25 - d) / 2.25
-			}
+			load := trapezoid((el - at).Minutes(), 3, 9, 11.25)
 			// 100 MiB/min of floor for 3 minutes: the least in flight is 0.3 of the peak.
 			l := load * 1000 * mib * (0.3 + 0.7*rng.Float64())
 			loads[el] = l
 			return v + l
 		}
-		sc := roomy(alloc, at+30*time.Minute)
-		sc.every = 2 * time.Second
-		r := sc.run(t)
-		if a := r.alerted(0); a >= 0 {
+		if pagesEvery2s(t, alloc, at, seed) {
 			paged++
-			t.Logf("draw %d paged at %s:%s", seed, a, r)
 		}
 
 		onset := at + 7*time.Second
 		vals = map[time.Duration]float64{}
 		leak := func(el time.Duration) float64 { return line(4096*mib, 1*mib, onset)(el) + traffic(el, vals) }
-		sc = roomy(leak, at+20*time.Minute)
+		sc := roomy(leak, at+20*time.Minute)
 		sc.every = 2 * time.Second
-		r = sc.run(t)
+		r := sc.run(t)
 		if a := r.alerted(0); a < onset || a > onset+10*time.Minute {
 			t.Errorf("draw %d: 1 MiB/min leak flagged at %s, want within 10 minutes of %s:%s", seed, a, onset, r)
 		}
