@@ -66,13 +66,7 @@ func TestServerReadPaceLeavesThePoller(t *testing.T) {
 		for i := range clients {
 			rawDial(t, h.path, withLabel(string(rune('a'+i))))
 		}
-		eventually(t, "every first message handled", func() bool {
-			if h.srv.Stats().MessagesAccepted >= clients {
-				return true
-			}
-			h.clk.Advance(time.Second)
-			return false
-		})
+		h.pacedUntil(t, "every first message handled", func(st Stats) bool { return st.MessagesAccepted >= clients })
 		added := pollerWatches(t) - before
 		if paced && added != 0 {
 			t.Errorf("paced: %d more descriptors in the runtime's poller after %d connections, want 0", added, clients)
@@ -85,13 +79,7 @@ func TestServerReadPaceLeavesThePoller(t *testing.T) {
 		}
 		// The reaper closes the detached sockets (the clients say no more), and their
 		// loops end at the next pace.
-		eventually(t, "the reaper closing the idle connections", func() bool {
-			if h.srv.Stats().Disconnects[DisconnectIdleTimeout] == clients {
-				return true
-			}
-			h.clk.Advance(time.Second)
-			return false
-		})
+		h.pacedUntil(t, "the reaper closing the idle connections", func(st Stats) bool { return st.Disconnects[DisconnectIdleTimeout] == clients })
 		eventually(t, "their loops gone", func() bool { return h.srv.Stats().Connections == 0 })
 	}
 

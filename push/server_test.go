@@ -135,6 +135,19 @@ func (h *harness) handled(t *testing.T, n uint64) Stats {
 	return st
 }
 
+// pacedUntil advances the clock a pace at a time until cond holds: a paced loop's
+// first read may come before or after what it waits for.
+func (h *harness) pacedUntil(t *testing.T, what string, cond func(Stats) bool) {
+	t.Helper()
+	eventually(t, what, func() bool {
+		if cond(h.srv.Stats()) {
+			return true
+		}
+		h.clk.Advance(time.Second)
+		return false
+	})
+}
+
 func withLabel(model string) string {
 	return `{"v":1,"runtime":"torch","labels":{"model":"` + model + `"},"devices":[{"uuid":"GPU-a","pools":[{"name":"torch","allocated":1,"reserved":2}]}]}`
 }
@@ -626,14 +639,7 @@ func TestServerReadPace(t *testing.T) {
 	h := startServer(t, ServerOptions{ReadPace: time.Second}, 0)
 	c := dial(t, h.path)
 	send(t, c, withLabel("a"))
-	// The loop's first read may come before or after the message: pace until it is in.
-	eventually(t, "the first message handled", func() bool {
-		if h.srv.Stats().MessagesAccepted >= 1 {
-			return true
-		}
-		h.clk.Advance(time.Second)
-		return false
-	})
+	h.pacedUntil(t, "the first message handled", func(st Stats) bool { return st.MessagesAccepted >= 1 })
 	eventually(t, "the read loop waiting for the next pace", func() bool { return h.srv.pace.waiting.Load() == 1 })
 	send(t, c, withLabel("b"))
 	send(t, c, withLabel("c"))
@@ -665,13 +671,7 @@ func TestServerReadPaceClosesIdleConnections(t *testing.T) {
 	h := startServer(t, ServerOptions{ReadPace: time.Second, FirstMessageTimeout: 3 * time.Second}, 0)
 	_ = dial(t, h.path)
 	eventually(t, "the connection registered", func() bool { return h.srv.Stats().Connections == 1 })
-	eventually(t, "the reaper closing the silent connection", func() bool {
-		if h.srv.Stats().Disconnects[DisconnectFirstMessageTimeout] == 1 {
-			return true
-		}
-		h.clk.Advance(time.Second)
-		return false
-	})
+	h.pacedUntil(t, "the reaper closing the silent connection", func(st Stats) bool { return st.Disconnects[DisconnectFirstMessageTimeout] == 1 })
 	eventually(t, "its read loop gone", func() bool { return h.srv.Stats().Connections == 0 })
 }
 
@@ -686,13 +686,7 @@ func TestServerReadPaceRunsEveryLoopEachPace(t *testing.T) {
 		send(t, c, withLabel(fmt.Sprint("first", i)))
 		cs = append(cs, c)
 	}
-	eventually(t, "the first messages handled", func() bool {
-		if h.srv.Stats().MessagesAccepted >= 3 {
-			return true
-		}
-		h.clk.Advance(time.Second)
-		return false
-	})
+	h.pacedUntil(t, "the first messages handled", func(st Stats) bool { return st.MessagesAccepted >= 3 })
 	eventually(t, "all three loops waiting", func() bool { return h.srv.pace.waiting.Load() == 3 })
 	send(t, cs[0], withLabel("second0"))
 	_ = cs[1].Close()
