@@ -63,7 +63,6 @@ type view struct {
 	sigma   float64
 	sig     float64 // the smallest rise that counts: max(4σ, MinRate × ShortWindow)
 	w       int64   // envelope width in buckets: the longest give-back excursion seen
-	back    float64 // the steepest rise per bucket of a give-back excursion longer than fastBuckets
 
 	short, long fitResult // the floors themselves, exported
 	judge       fitResult // the envelope over max(short window, 3 w)
@@ -178,6 +177,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// longer than fastBuckets rose to its top is back: a sawtooth's ramps (a collector's
 	// garbage, the load of a burst) rise at about the same pace each time, and a leak on
 	// the series adds its own to it (see fastRule).
+	back := 0.0
 	for j := 1; j < n; j++ {
 		hi, top := math.Inf(-1), 0
 		k := j - 1
@@ -189,7 +189,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if hi-ps[j] >= v.sig {
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
 			if k >= 0 && xs[j]-xs[k] > fastBuckets && xs[top] > xs[k] {
-				v.back = math.Max(v.back, (hi-ps[k])/(xs[top]-xs[k]))
+				back = math.Max(back, (hi-ps[k])/(xs[top]-xs[k]))
 			}
 		}
 	}
@@ -324,7 +324,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, v.back)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	return v
 }
