@@ -31,13 +31,15 @@
 #           daemon's threads' on-CPU time from schedstat, with no scrapes), RSS,
 #           vram_nvml_poll_duration_seconds next to the raw time of the same NVML calls
 #           (scripts/nvmlraw: spaced a poll interval apart as the daemon polls, and back
-#           to back), and the RSS of an NVML-only Go program (scripts/nvmlbaseline), each
-#           RSS also split into RssAnon and RssFile. Figures only: it fails nothing.
+#           to back), the RSS of an NVML-only Go program (scripts/nvmlbaseline) and of
+#           one that also serves /metrics through the required libraries
+#           (scripts/rssfloor: client_golang, zap, procfs; scraped 20 times), each RSS
+#           also split into RssAnon and RssFile. Figures only: it fails nothing.
 #           scripts/gpu/idle-matrix.sh gives idle CPU across poll and push intervals.
 #
 # usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=390] [LEAK_ONSET=240] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
-# Phase 4 needs bin/scrapetime, bin/nvmlraw and bin/nvmlbaseline (or go to build them):
-#   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline
+# Phase 4 needs bin/scrapetime, bin/nvmlraw, bin/nvmlbaseline and bin/rssfloor (or go to build them):
+#   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline ./scripts/rssfloor
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -131,7 +133,7 @@ if [ "$COST" = 1 ]; then
     if [ -x "$here/../bin/$1" ]; then echo "$here/../bin/$1"; return; fi
     (cd "$here/.." && go build -o "$work/$1" "./scripts/$1") >&2 && echo "$work/$1"
   }
-  scrapetime=$(tool scrapetime); nvmlraw=$(tool nvmlraw); nvmlbaseline=$(tool nvmlbaseline)
+  scrapetime=$(tool scrapetime); nvmlraw=$(tool nvmlraw); nvmlbaseline=$(tool nvmlbaseline); rssfloor=$(tool rssfloor)
   cport=$((PORT + 1))
   csock="$work/run-cost/push.sock"
   poll_s=5 # the daemon's default --nvml.poll-interval, which this phase runs with
@@ -195,6 +197,19 @@ if [ "$COST" = 1 ]; then
   baserss=$(rss_mb "$base")
   basesplit=$(rss_split "$base")
   kill "$base"; wait "$base" 2>/dev/null
+  # The floor of any exporter on the required libraries: NVML, then client_golang's
+  # promhttp (gzip), zap and procfs; scraped like the daemon so its HTTP path is paged in.
+  "$rssfloor" > "$work/floor.out" 2>&1 &
+  floor=$!
+  pids+=("$floor")
+  wait_file "$work/floor.out"
+  for _ in $(seq 1 50); do grep -q '^ready' "$work/floor.out" && break; sleep 0.1; done
+  faddr=$(awk '/^ready/ {print $3}' "$work/floor.out")
+  for _ in $(seq 1 20); do curl -sf --compressed "http://$faddr/metrics" > /dev/null; done
+  sleep 2
+  floorrss=$(rss_mb "$floor")
+  floorsplit=$(rss_split "$floor")
+  kill "$floor"; wait "$floor" 2>/dev/null
   {
     echo "| on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) | 1 process | 16 pushing processes |"
     echo "| --- | --- | --- |"
@@ -204,6 +219,8 @@ if [ "$COST" = 1 ]; then
     echo "| NVML-only Go program RSS (scripts/nvmlbaseline) | $baserss | |"
     echo "| RssAnon / RssFile | ${res[split,1]} | ${res[split,16]} |"
     echo "| NVML-only Go program RssAnon / RssFile | $basesplit | |"
+    echo "| NVML + client_golang + zap + procfs, serving /metrics (scripts/rssfloor) RSS | $floorrss | |"
+    echo "| the same, RssAnon / RssFile | $floorsplit | |"
     echo "| NVML-only Go program making the poll's calls (scripts/nvmlraw, spaced) RssAnon / RssFile | ${res[rawsplit,1]} | ${res[rawsplit,16]} |"
     echo "| vram_nvml_poll_duration_seconds (median of 5) | ${res[poll,1]} | ${res[poll,16]} |"
     echo "| raw NVML, the same calls ${poll_s} s apart as the daemon polls (scripts/nvmlraw, p50) | ${res[rawspaced,1]} | ${res[rawspaced,16]} |"
