@@ -220,7 +220,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	for slo2 > 0 && xs[slo2-1] > -float64(min(max(2*ns, nj), nl)) {
 		slo2--
 	}
-	v.slowing = sc.slowing(xs[slo2:], env[slo2:], v.sig)
+	v.slowing = !coarse && sc.slowing(xs[slo2:], env[slo2:], v.sig, sigma)
 	if coarse {
 		// NVML's view: the allocator cache's high-water mark steps up by segments as
 		// rarer, larger requests arrive; only steps of sig count as new highs.
@@ -239,7 +239,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			}
 			hx, hy := blocks(xs[hlo:], env[hlo:], 40, &sc.jx, &sc.jy)
 			v.half = sc.robustFit(hx, hy, sigma)
-			v.halfSlowing = sc.slowing(xs[hlo:], env[hlo:], v.sig)
+			v.halfSlowing = sc.slowing(xs[hlo:], env[hlo:], v.sig, sigma)
 		}
 		v.halfSmooth = recentScatter(xs, ps, max(minPoints, int(ns)/4), &sc.bx) <= smoothNoise*sigma
 	}
@@ -509,7 +509,7 @@ func (e *Engine) stretched(xs []float64, spreadAt func(int) (float64, bool), sig
 // rises over a 10-minute window at e^(−5/τ) of its pace in the older half, below
 // steadyPace for τ up to 22 minutes, whatever the budget); a leak keeps its pace, and
 // one that began within the window rises faster in the newer half, not slower.
-func (s *scratch) slowing(x, y []float64, sig float64) bool {
+func (s *scratch) slowing(x, y []float64, sig, sigma float64) bool {
 	// The rise starts at its foot: the newest point still within sig of the lowest.
 	mn := slices.Min(y)
 	foot := 0
@@ -525,7 +525,12 @@ func (s *scratch) slowing(x, y []float64, sig float64) bool {
 	}
 	older := s.repeatedMedian(x[:n/2], y[:n/2])
 	newer := s.repeatedMedian(x[n/2:], y[n/2:])
-	return older > 0 && newer < steadyPace*older
+	// Beyond what noise does to two slopes: each half's slope has a standard error of
+	// about σ·√(12/(m³−m)) for m floors a bucket apart (1.2 times that for a robust
+	// slope), their difference √2 times that; it must exceed two of those.
+	m := float64(n / 2)
+	se := 1.2 * math.Sqrt2 * sigma * math.Sqrt(12/(m*m*m-m))
+	return older > 0 && newer < steadyPace*older && older-newer > 2*se
 }
 
 // slowingPoints is the fewest floors in each half of a rise for slowing to judge it.
