@@ -518,7 +518,9 @@ func (s *scratch) slowing(x, y []float64, sig, sigma float64) bool {
 			foot = i
 		}
 	}
-	x, y = x[foot:], y[foot:]
+	// From the bucket after the foot's: the rise's first bucket holds only part of it
+	// (it began somewhere in that bucket), which would read as a slower older half.
+	x, y = x[min(foot+1, len(x)):], y[min(foot+1, len(y)):]
 	n := len(x)
 	if n < 2*slowingPoints {
 		return false
@@ -534,7 +536,7 @@ func (s *scratch) slowing(x, y []float64, sig, sigma float64) bool {
 }
 
 // slowingPoints is the fewest floors in each half of a rise for slowing to judge it.
-const slowingPoints = 4
+const slowingPoints = 3
 
 // recentScatter is σ (1.4826·MAD/√2) of the newest k bucket-to-bucket changes of ps, or
 // +Inf unless the newest k+1 floors are consecutive: a line's floors climb by about the

@@ -792,6 +792,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		switch g.rule {
 		case ruleFast:
 			keep = keep || v.cont
+			// Where the GPU has room, a steep rise that then goes ever slower is a cache
+			// filling to its budget (see slowing), not a leak.
+			keep = keep && !(g.roomy && v.slowing)
 		case ruleSlow:
 			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2)
 		case ruleShort:
@@ -820,7 +823,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && ((urgent && v.even) || v.clear):
+	case v.fast && v.rigid && ((urgent && v.even) || (v.clear && !v.slowing)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
 	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a

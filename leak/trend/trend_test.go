@@ -1142,3 +1142,19 @@ func TestSmoothFillSlowsDown(t *testing.T) {
 		t.Errorf("a 10 MiB/min leak paged at %s, want within 10 minutes of %s:%s", a, at, r)
 	}
 }
+
+// TestSteepFillSlowsDown: on a roomy GPU a cache of 2 GiB filling with τ 4 minutes (512
+// MiB/min at first) rises as steeply, as rigidly and for as many buckets as a fast leak
+// when the fast rule could page on it, but its pace has fallen by a third by then (see
+// slowing): it stays quiet, while a 300 MiB/min leak under the same traffic pages within
+// 5 minutes (measured: without the test the fill pages at 28m30s).
+func TestSteepFillSlowsDown(t *testing.T) {
+	at := 25*time.Minute + 7*time.Second
+	if r := roomy(sawtooth(fill(4096*mib, 2048*mib, 4*time.Minute, at), 600*mib), 60*time.Minute).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a steep fill paged at %s:%s", r.alerted(0), r)
+	}
+	r := roomy(sawtooth(line(4096*mib, 300*mib, at), 600*mib), 45*time.Minute).run(t)
+	if a := r.alerted(0); a < at || a > at+5*time.Minute {
+		t.Errorf("a 300 MiB/min leak paged at %s, want within 5 minutes of %s:%s", a, at, r)
+	}
+}
