@@ -273,6 +273,36 @@ func Classes() []Class {
 			}
 		})
 
+	// A day's traffic on a server that allocates per request: once the server has no
+	// idle moment left, its floor is the least load in flight and climbs with the load for
+	// an hour, as smoothly as a slow leak (see Traffic).
+	add("load_diurnal", "traffic that climbs for 30–90 min to a mean of 4–40 requests in flight of 20–300 MiB each, holds 10–40 min and falls back: the floor rises with the load once no bucket has an idle moment", false,
+		func(r *rand.Rand, s *Spec) {
+			s.Traffic = &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
+				Peak: uniform(r, 4, 40), Req: uniform(r, 20, 300)}
+		})
+
+	// A cache of tensors with a budget (responses, prefixes, embeddings) that fills
+	// smoothly after the warm-up, fast at first and ever slower: 1 − e^(−t/τ) of its
+	// budget, in 200 small steps; and the same fill over a leak.
+	fill := func(r *rand.Rand, s *Spec) (start, tau float64) {
+		budget := uniform(r, 512, 4096)
+		start, tau = uniform(r, 1, 20), uniform(r, 3, 10)
+		const n = 200
+		for i := range n {
+			f := (float64(i) + 0.5) / n // the share of the budget filled at this step
+			s.Steps = append(s.Steps, Step{At: minutes(start - tau*math.Log(1-f)), Size: budget / n, Col: ColAllocated})
+		}
+		return start, tau
+	}
+	add("cache_fill_smooth", "a cache of 0.5–4 GiB of tensors filling smoothly from minute 1–20, 1 − e^(−t/τ) with τ 3–10 min (95 % in 9–30 min), then full", false,
+		func(r *rand.Rand, s *Spec) { fill(r, s) })
+	add("cache_fill_smooth_leak", "the same fill over a leak of 2–20 MiB/min from two to four τ into the fill", true,
+		func(r *rand.Rand, s *Spec) {
+			start, tau := fill(r, s)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 20), minutes(start+tau*uniform(r, 2, 4))
+		})
+
 	// One or two busy buckets in a row (a server never idle for a minute) must not spoil
 	// a window.
 	busy := func(r *rand.Rand, s *Spec) {

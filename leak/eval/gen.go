@@ -115,6 +115,51 @@ type Spec struct {
 	OOM bool
 	// Short marks a trace judged at the scaled settings of scripts/gpu/short-trace.yml.
 	Short bool
+	// Traffic is a day's load on a server that allocates per request: how many requests
+	// are in flight at a sample is Poisson, its mean climbing to the peak and back (see
+	// Traffic); each holds its own activations. The floor stays put while the server has
+	// idle moments and rises with the load once it has none.
+	Traffic *Traffic
+}
+
+// Traffic is a smooth climb of load from At over Rise to a mean of Peak requests in
+// flight, held for Hold, and back down over Rise; each request in flight holds
+// U(0.2, 1) × Req MiB.
+type Traffic struct {
+	At, Rise, Hold time.Duration
+	Peak, Req      float64
+}
+
+// mean is the mean number of requests in flight el into the trace: a raised cosine up,
+// a hold, and down again.
+func (tr *Traffic) mean(el time.Duration) float64 {
+	up := func(f float64) float64 { return tr.Peak * (1 - math.Cos(math.Pi*f)) / 2 }
+	d := el - tr.At
+	switch {
+	case d < 0 || d >= 2*tr.Rise+tr.Hold:
+		return 0
+	case d < tr.Rise:
+		return up(float64(d) / float64(tr.Rise))
+	case d < tr.Rise+tr.Hold:
+		return tr.Peak
+	}
+	return up(1 - float64(d-tr.Rise-tr.Hold)/float64(tr.Rise))
+}
+
+// poisson draws a Poisson count of mean m (a normal approximation above 50).
+func poisson(r *rand.Rand, m float64) int {
+	if m <= 0 {
+		return 0
+	}
+	if m > 50 {
+		return max(0, int(math.Round(m+math.Sqrt(m)*r.NormFloat64())))
+	}
+	l, k, p := math.Exp(-m), 0, r.Float64()
+	for p > l {
+		k++
+		p *= r.Float64()
+	}
+	return k
 }
 
 // Column is a memory series a staircase step lands on.
@@ -419,6 +464,11 @@ func Generate(s Spec, w io.Writer) error {
 			act = s.ActPeak * mib * u
 			if s.ActTail > 0 {
 				act = math.Min(s.ActPeak*mib*(math.Pow(1-u, -1/s.ActTail)-1), s.ActCap*mib)
+			}
+		}
+		if s.Traffic != nil {
+			for range poisson(rng2, s.Traffic.mean(el)) {
+				act += s.Traffic.Req * mib * (0.2 + 0.8*rng2.Float64())
 			}
 		}
 		for _, b := range s.Saturations {

@@ -87,6 +87,9 @@ type view struct {
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
+	// slowing: the judged window's newer half rises at less than steadyPace of its older
+	// half's pace (see slowing); halfSlowing the same of the half window, when early.
+	slowing, halfSlowing bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -212,6 +215,12 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
 	v.judge = sc.robustFit(jx, jy, sigma)
+	// Whether it rises ever slower, judged over two short windows (see slowing).
+	slo2 := n
+	for slo2 > 0 && xs[slo2-1] > -float64(min(max(2*ns, nj), nl)) {
+		slo2--
+	}
+	v.slowing = !coarse && sc.slowing(xs[slo2:], env[slo2:], v.sig, sigma)
 	if coarse {
 		// NVML's view: the allocator cache's high-water mark steps up by segments as
 		// rarer, larger requests arrive; only steps of sig count as new highs.
@@ -222,7 +231,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// minutes sooner than on the whole; and whether its newest changes are as smooth as a
 	// line's (see track).
 	if early {
-		v.half = v.judge
+		v.half, v.halfSlowing = v.judge, v.slowing
 		if nh := min(max(ns/2, 3*v.w), nl); nh < nj {
 			hlo := n
 			for hlo > 0 && xs[hlo-1] > -float64(nh) {
@@ -230,6 +239,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			}
 			hx, hy := blocks(xs[hlo:], env[hlo:], 40, &sc.jx, &sc.jy)
 			v.half = sc.robustFit(hx, hy, sigma)
+			v.halfSlowing = sc.slowing(xs[hlo:], env[hlo:], v.sig, sigma)
 		}
 		v.halfSmooth = recentScatter(xs, ps, max(minPoints, int(ns)/4), &sc.bx) <= smoothNoise*sigma
 	}
@@ -490,6 +500,43 @@ func (e *Engine) stretched(xs []float64, spreadAt func(int) (float64, bool), sig
 	lq := pre[(len(pre)-1)/4]
 	return median(in) > uq+math.Max(4*sigma, (uq-lq)/4)
 }
+
+// slowing says whether the floors (x, y) rise ever slower: a robust line through the
+// newer half of them rises at less than steadyPace of one through the older half, which
+// rises. A cache with a budget that fills after the warm-up (tensors kept for reuse, up
+// to a size) fills fast at first and ever slower as it nears its budget, over tens of
+// minutes, and fits a clean line over any short window (cache_fill_smooth: 1 − e^(−t/τ)
+// rises over a 10-minute window at e^(−5/τ) of its pace in the older half, below
+// steadyPace for τ up to 22 minutes, whatever the budget); a leak keeps its pace, and
+// one that began within the window rises faster in the newer half, not slower.
+func (s *scratch) slowing(x, y []float64, sig, sigma float64) bool {
+	// The rise starts at its foot: the newest point still within sig of the lowest.
+	mn := slices.Min(y)
+	foot := 0
+	for i := range y {
+		if y[i] <= mn+sig {
+			foot = i
+		}
+	}
+	// From the bucket after the foot's: the rise's first bucket holds only part of it
+	// (it began somewhere in that bucket), which would read as a slower older half.
+	x, y = x[min(foot+1, len(x)):], y[min(foot+1, len(y)):]
+	n := len(x)
+	if n < 2*slowingPoints {
+		return false
+	}
+	older := s.repeatedMedian(x[:n/2], y[:n/2])
+	newer := s.repeatedMedian(x[n/2:], y[n/2:])
+	// Beyond what noise does to two slopes: each half's slope has a standard error of
+	// about σ·√(12/(m³−m)) for m floors a bucket apart (1.2 times that for a robust
+	// slope), their difference √2 times that; it must exceed two of those.
+	m := float64(n / 2)
+	se := 1.2 * math.Sqrt2 * sigma * math.Sqrt(12/(m*m*m-m))
+	return older > 0 && newer < steadyPace*older && older-newer > 2*se
+}
+
+// slowingPoints is the fewest floors in each half of a rise for slowing to judge it.
+const slowingPoints = 3
 
 // recentScatter is σ (1.4826·MAD/√2) of the newest k bucket-to-bucket changes of ps, or
 // +Inf unless the newest k+1 floors are consecutive: a line's floors climb by about the

@@ -792,8 +792,15 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		switch g.rule {
 		case ruleFast:
 			keep = keep || v.cont
+			// Where the GPU has room, a steep rise that then goes ever slower is a cache
+			// filling to its budget (see slowing), not a leak.
+			keep = keep && !(g.roomy && v.slowing)
 		case ruleSlow:
 			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2)
+		case ruleShort:
+			// A rise the short rule took for a leak before it could tell (a fill's
+			// first minutes) that then rises ever slower is a cache nearing its budget.
+			keep = keep && !v.slowing
 		}
 		if !keep {
 			*g = growState{}
@@ -816,9 +823,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && ((urgent && v.even) || v.clear):
+	case v.fast && v.rigid && ((urgent && v.even) || (v.clear && !v.slowing)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
-	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched:
+	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
@@ -828,7 +835,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched:
+	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !v.halfSlowing:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a

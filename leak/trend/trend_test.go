@@ -1114,3 +1114,47 @@ func TestUrgentRiseEven(t *testing.T) {
 		onGPU(tc.alloc, 9*gib, 45*time.Minute).run(t).pagedSoonOrQuiet(t, tc.name, onset, tc.pages)
 	}
 }
+
+// fill is a cache with a budget that fills from at, fast at first and ever slower:
+// v0 + budget·(1 − e^(−t/τ)).
+func fill(v0, budget float64, tau, at time.Duration) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		if el < at {
+			return v0
+		}
+		return v0 + budget*(1-math.Exp(-float64(el-at)/float64(tau)))
+	}
+}
+
+// TestSmoothFillSlowsDown: a cache of 200 MiB that fills smoothly after the warm-up
+// (τ 5 minutes: 40 MiB/min at first, below the fast rule's pace) fits a clean line over
+// a short window while it fills, but rises ever slower (see slowing), and stays quiet
+// under ordinary traffic; a leak of 10 MiB/min under the same traffic keeps its pace and
+// pages within 10 minutes (measured: without the test of slowing the fill pages at
+// 31m30s).
+func TestSmoothFillSlowsDown(t *testing.T) {
+	at := 25 * time.Minute
+	if r := roomy(sawtooth(fill(4096*mib, 200*mib, 5*time.Minute, at), 600*mib), 90*time.Minute).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a smooth fill paged at %s:%s", r.alerted(0), r)
+	}
+	r := roomy(sawtooth(line(4096*mib, 10*mib, at), 600*mib), 60*time.Minute).run(t)
+	if a := r.alerted(0); a < at || a > at+10*time.Minute {
+		t.Errorf("a 10 MiB/min leak paged at %s, want within 10 minutes of %s:%s", a, at, r)
+	}
+}
+
+// TestSteepFillSlowsDown: on a roomy GPU a cache of 2 GiB filling with τ 4 minutes (512
+// MiB/min at first) rises as steeply, as rigidly and for as many buckets as a fast leak
+// when the fast rule could page on it, but its pace has fallen by a third by then (see
+// slowing): it stays quiet, while a 300 MiB/min leak under the same traffic pages within
+// 5 minutes (measured: without the test the fill pages at 28m30s).
+func TestSteepFillSlowsDown(t *testing.T) {
+	at := 25*time.Minute + 7*time.Second
+	if r := roomy(sawtooth(fill(4096*mib, 2048*mib, 4*time.Minute, at), 600*mib), 60*time.Minute).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a steep fill paged at %s:%s", r.alerted(0), r)
+	}
+	r := roomy(sawtooth(line(4096*mib, 300*mib, at), 600*mib), 45*time.Minute).run(t)
+	if a := r.alerted(0); a < at || a > at+5*time.Minute {
+		t.Errorf("a 300 MiB/min leak paged at %s, want within 5 minutes of %s:%s", a, at, r)
+	}
+}

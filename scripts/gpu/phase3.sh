@@ -1,7 +1,7 @@
-# gpu-e2e.sh phase 3, sourced by it (not run on its own): six serving loops
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): seven serving loops
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
-# trace: a cache that fills in steps and plateaus, a burst that holds 1 GiB for two
-# minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
+# trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
+# slower to a 1.5 GiB budget, a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
 # and a fast leak (400 MiB/min for 90 s, stopped long before the GPU is full), the
 # burst and both leaks from LEAK_ONSET seconds in. Triage runs while they do; then the
 # trace is replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
@@ -20,7 +20,7 @@ fi
 loops=()
 metas=()
 : > "$OUT/trace-pids.txt"
-for mode in staircase burst healthy nvml_only slow_leak fast_leak; do
+for mode in staircase cache_fill burst healthy nvml_only slow_leak fast_leak; do
   # fast_leak: 400 MiB/min for 90 s, some 600 MiB, then it holds what it has.
   python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
     --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + 90))" --hold 120 --meta "$OUT/loop-$mode.json" \

@@ -8,6 +8,9 @@ first real-GPU traces were recorded with.
                      for the first two minutes (adapters loaded on demand), then no more
   burst              healthy, and from --onset a burst of long inputs that holds 1 GiB for
                      --hold seconds, then lets it go
+  cache_fill         healthy, and from 60 s a cache of tensors with a 1.5 GiB budget that
+                     fills ever slower, budget·(1 − e^(−t/τ)) with τ = 60 s (a response or
+                     prefix cache; 1.5 GiB/min at first), in 8 MiB items, then stays full
   nvml_only          healthy, pushing nothing: the daemon sees NVML's used bytes only
   slow_leak          healthy until --onset, then keeps --rate-mib MiB/min of outputs
                      (20 by default) for good
@@ -27,6 +30,7 @@ usage: serve_loop.py --mode MODE --socket PATH --seconds N [--onset S] [--stop S
 """
 import argparse
 import json
+import math
 import os
 import random
 import sys
@@ -37,7 +41,7 @@ import torch  # noqa: E402
 
 import vram_exporter_client as vc  # noqa: E402
 
-MODES = ["healthy", "staircase", "burst", "nvml_only", "slow_leak", "fast_leak", "leak", "no_inference_mode"]
+MODES = ["healthy", "staircase", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "leak", "no_inference_mode"]
 MIB = 2**20
 
 ap = argparse.ArgumentParser()
@@ -74,6 +78,8 @@ elif mode == "burst":
     onset, stop = start + args.onset, start + args.onset + args.hold
 elif mode == "staircase":
     onset, stop = start + 30, start + 130
+elif mode == "cache_fill":
+    onset = start + 60
 elif mode in ("leak", "no_inference_mode"):
     onset, expect = start, "leak"
 if args.meta:
@@ -104,6 +110,10 @@ while True:
     # What this mode holds besides the request itself.
     if mode == "staircase" and 30 <= el < 131 and len(cache) < 1 + int((el - 30) // 20):
         cache.append(torch.empty(64 * MIB, dtype=torch.uint8, device=dev).fill_(1))
+    if mode == "cache_fill" and el >= 60:
+        # The budget's share the cache holds by now, in 8 MiB items.
+        while len(cache) * 8 < 1536 * (1 - math.exp(-(el - 60) / 60.0)) - 8:
+            cache.append(torch.empty(8 * MIB, dtype=torch.uint8, device=dev).fill_(1))
     if mode == "burst":
         if held is None and onset <= now < stop:
             held = torch.empty(1024 * MIB, dtype=torch.uint8, device=dev).fill_(1)
