@@ -19,33 +19,20 @@ import (
 	"os/signal"
 	"syscall"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/vram-exporter/vram_exporter/scripts/internal/nvmlfloor"
 )
 
 func main() {
 	path := flag.String("library-path", "", "libnvidia-ml to load (empty: the loader's search, as the daemon's default)")
 	allowMissing := flag.Bool("allow-missing", false, "keep running without NVML when it cannot be initialised")
 	flag.Parse()
-	var opts []gonvml.LibraryOption
-	if *path != "" {
-		opts = append(opts, gonvml.WithLibraryPath(*path))
-	}
-	lib := gonvml.New(opts...)
-	n := 0
-	if ret := lib.Init(); ret != gonvml.SUCCESS {
+	lib, n, err := nvmlfloor.Open(*path)
+	if err != nil {
 		if !*allowMissing {
-			fmt.Fprintln(os.Stderr, "nvmlbaseline: NVML init:", gonvml.ErrorString(ret), "(-allow-missing runs without it)")
+			fmt.Fprintln(os.Stderr, "nvmlbaseline:", err, "(-allow-missing runs without it)")
 			os.Exit(1)
 		}
-		fmt.Fprintln(os.Stderr, "nvmlbaseline: running without NVML:", gonvml.ErrorString(ret))
-		lib = nil
-	} else {
-		n, _ = lib.DeviceGetCount()
-		for i := range n {
-			if d, ret := lib.DeviceGetHandleByIndex(i); ret == gonvml.SUCCESS {
-				_, _ = d.GetMemoryInfo_v2()
-			}
-		}
+		fmt.Fprintln(os.Stderr, "nvmlbaseline: running without NVML:", err)
 	}
 	fmt.Println("ready", n)
 	sig := make(chan os.Signal, 1)

@@ -24,12 +24,13 @@ import (
 	"os/signal"
 	"syscall"
 
-	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/procfs"
 	"go.uber.org/zap"
+
+	"github.com/vram-exporter/vram_exporter/scripts/internal/nvmlfloor"
 )
 
 func main() {
@@ -42,25 +43,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rssfloor: logger:", err)
 		os.Exit(1)
 	}
-	var opts []gonvml.LibraryOption
-	if *path != "" {
-		opts = append(opts, gonvml.WithLibraryPath(*path))
-	}
-	lib := gonvml.New(opts...)
-	n := 0
-	if ret := lib.Init(); ret != gonvml.SUCCESS {
+	lib, n, err := nvmlfloor.Open(*path)
+	if err != nil {
 		if !*allowMissing {
-			log.Fatal("NVML init failed (-allow-missing runs without it)", zap.String("error", gonvml.ErrorString(ret)))
+			log.Fatal("NVML failed (-allow-missing runs without it)", zap.Error(err))
 		}
-		log.Warn("running without NVML", zap.String("error", gonvml.ErrorString(ret)))
-		lib = nil
-	} else {
-		n, _ = lib.DeviceGetCount()
-		for i := range n {
-			if d, ret := lib.DeviceGetHandleByIndex(i); ret == gonvml.SUCCESS {
-				_, _ = d.GetMemoryInfo_v2()
-			}
-		}
+		log.Warn("running without NVML", zap.Error(err))
 	}
 	fs, err := procfs.NewDefaultFS()
 	if err != nil {

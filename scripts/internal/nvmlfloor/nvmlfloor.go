@@ -1,0 +1,32 @@
+// Package nvmlfloor is what the RSS baselines (scripts/nvmlbaseline, scripts/rssfloor) do
+// with NVML, so that both measure the same library state: load libnvidia-ml through
+// go-nvml as the daemon does, initialise it and read each GPU's memory once (so the
+// driver's per-device state exists).
+package nvmlfloor
+
+import (
+	"fmt"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Open loads libnvidia-ml from path (empty: the loader's search, as the daemon's
+// default), initialises it and reads every GPU's memory once. It returns the library, to
+// shut down on exit, and the number of GPUs.
+func Open(path string) (gonvml.Interface, int, error) {
+	var opts []gonvml.LibraryOption
+	if path != "" {
+		opts = append(opts, gonvml.WithLibraryPath(path))
+	}
+	lib := gonvml.New(opts...)
+	if ret := lib.Init(); ret != gonvml.SUCCESS {
+		return nil, 0, fmt.Errorf("NVML init: %s", gonvml.ErrorString(ret))
+	}
+	n, _ := lib.DeviceGetCount()
+	for i := range n {
+		if d, ret := lib.DeviceGetHandleByIndex(i); ret == gonvml.SUCCESS {
+			_, _ = d.GetMemoryInfo_v2()
+		}
+	}
+	return lib, n, nil
+}
