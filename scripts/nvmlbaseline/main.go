@@ -23,8 +23,7 @@ import (
 )
 
 func main() {
-	path := flag.String("library-path", "", "libnvidia-ml to load (empty: the loader's search, as the daemon's default)")
-	allowMissing := flag.Bool("allow-missing", false, "keep running without NVML when it cannot be initialised")
+	path, allowMissing := nvmlfloor.Flags()
 	flag.Parse()
 	lib, n, err := nvmlfloor.Open(*path)
 	if err != nil {

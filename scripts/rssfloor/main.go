@@ -34,8 +34,7 @@ import (
 )
 
 func main() {
-	path := flag.String("library-path", "", "libnvidia-ml to load (empty: the loader's search, as the daemon's default)")
-	allowMissing := flag.Bool("allow-missing", false, "keep running without NVML when it cannot be initialised")
+	path, allowMissing := nvmlfloor.Flags()
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve /metrics on")
 	flag.Parse()
 	log, err := zap.NewProduction()

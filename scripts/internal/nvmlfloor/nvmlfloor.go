@@ -5,6 +5,7 @@
 package nvmlfloor
 
 import (
+	"flag"
 	"fmt"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -29,4 +30,13 @@ func Open(path string) (gonvml.Interface, int, error) {
 		}
 	}
 	return lib, n, nil
+}
+
+// Flags defines the baselines' two flags on the default flag set: the library to load,
+// and whether to keep running without it (on a machine without a GPU, the floor of the
+// same Go program without the library).
+func Flags() (path *string, allowMissing *bool) {
+	path = flag.String("library-path", "", "libnvidia-ml to load (empty: the loader's search, as the daemon's default)")
+	allowMissing = flag.Bool("allow-missing", false, "keep running without NVML when it cannot be initialised")
+	return path, allowMissing
 }
