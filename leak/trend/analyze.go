@@ -37,17 +37,28 @@ const roomyBuckets = 2 * fastBuckets
 // restingPairs is how many pairs of consecutive samples in the newest bucket of a steep
 // rise must have stayed on the floor's line (see history.add: the process at rest
 // between them, its floor moving at the rise's pace) for the fast rule to page on its
-// fastBuckets on a roomy GPU. A leak moves a server's idle moments up with its floor: the
-// samples taken while no request is in flight lie on the leak's line, several to a
-// bucket. A server whose floor rises with load is never idle: its floor is the least
-// load in flight, drawn anew at every sample, and no two samples in a row share it.
-// Measured at the close of the third steep bucket on seeds 1–100 (the newest bucket's
-// pairs, tolerance flatTol plus half the pace): saturated_burst and load_ramp rises
-// that pass every other test of a clear rise but its length show at most one such pair
-// (0 in 37 of 44, at cadences 1–10 s), fast_leak at 5 s cadence mostly 1–5 of 5. Two,
-// so that one chance pair of near-equal loads does not count, and a 10 s cadence (two
-// pairs a bucket) needs both.
+// fastBuckets on a roomy GPU; also at least one in restingShare of the bucket's pairs,
+// and half as large a share as in the quiet window before the rise (see fastRule). A leak
+// moves a server's idle moments up with its floor: the samples taken while no request
+// is in flight lie on the leak's line, as often as before the leak. A server whose floor
+// rises with load is never idle: its floor is the least load in flight, drawn anew at
+// every sample, and no two samples in a row share it but by chance (the saturated bursts
+// and load ramps that pass every other test of a clear rise but its length showed at
+// most one such pair in the bucket, none in 37 of 44, at polls of 1–10 s, on seeds
+// 1–100). Two, so that one chance pair does not count, and a 10 s poll (two pairs a
+// bucket) needs both. Measured (docs/leak-detection.md, round 5): fast_leak 3m44s → 2m03s
+// median on seeds 1–100 with two pairs alone, but on seeds 101–300 three
+// saturated_burst traces polled every second paged on two or three chance pairs of 29
+// (two in a row, once); one in restingShare (three of 29 at a 1 s poll, two of 14 at
+// 2 s) and the quiet window's share leave seeds 1–300 at the false alarms they had
+// before, fast_leak 2m05s median on them (3m49s before). One pair: 1m52s on seeds 1–100
+// but 2 saturated_burst, 5 load_ramp and 18 (not 16) saturated_burst_near_full pages;
+// three, 2m41s.
 const restingPairs = 2
+
+// restingShare: a resting bucket's idle pairs are at least one in restingShare of its
+// pairs (see restingPairs). One in eight: fast_leak 2m08s on seeds 1–300.
+const restingShare = 10
 
 // urgentWindows is how many short windows of memory left, at a steep rise's pace, make
 // the fast rule urgent: two, so that a leak of 100 MiB/min or more that would fill a
@@ -99,8 +110,10 @@ type view struct {
 	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
 	clear    bool // and it cleared what load could explain (see fastRule): it may page on a roomy GPU
 	even     bool // its newest two buckets rose within steadyRise of each other (urgent pages need it)
-	resting  bool // not clear, but so on its fastBuckets as its idle moments rose with it (see restingPairs): roomy pages may
-	// rest on it, urgent ones keep their own tests
+	// resting: not clear, but as good as clear on its fastBuckets, its idle moments
+	// having risen with it (see restingPairs): a roomy page may rest on it, an urgent
+	// one keeps its own tests (rigid and even).
+	resting bool
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
@@ -343,12 +356,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	resting := false
+	var flatAt func(int) (int, int, bool)
 	if idle {
-		fl, _, ok := h.flatOf(c, h.last)
-		resting = ok && fl >= restingPairs
+		flatAt = func(i int) (int, int, bool) { return h.flatOf(c, h.last+int64(xs[i])) }
 	}
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.resting = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, back, resting)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.resting = e.fastRule(xs, env, fs, spreadAt, flatAt, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	return v
 }
@@ -362,7 +374,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 // track); rested is clear but for the run's length and the test against the requests in
 // flight, on a rise whose newest bucket's idle moments lie on its line (resting, see
 // restingPairs): what else lets the rule page on a roomy GPU.
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig, back float64, resting bool) (fast bool, rate float64, cont, rigid, clear, even, rested bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), flatAt func(int) (int, int, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even, rested bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -409,11 +421,17 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	start := xs[run-1]
 	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
 	pre, in := e.sc.bx[:0], e.sc.by[:0] // the quiet window's and the run's spreads (below)
+	qFlat, qPairs := 0, 0               // and its idle pairs (see restingPairs)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
 		cnt++
 		if sp, ok := spreadAt(i); ok {
 			pre = append(pre, sp)
+		}
+		if flatAt != nil {
+			if f, p, ok := flatAt(i); ok {
+				qFlat, qPairs = qFlat+f, qPairs+p
+			}
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
@@ -471,6 +489,16 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
 	ok := rigid && onset && env[n-1]-mx >= sig && pace-back >= step
 	clear = ok && n-run > roomyBuckets && fs[n-1]-mx >= load
+	// Resting (see restingPairs): the newest bucket's idle pairs, at least restingPairs and
+	// one in restingShare of its pairs, are at least half as frequent among its pairs as
+	// in the quiet window's: a leak leaves the idle moments as they were, load in flight
+	// takes them away, and a chance pair of near-equal loads is rarer than the pairs of a
+	// server that rested before the rise.
+	resting := false
+	if flatAt != nil && qFlat > 0 {
+		f, p, fok := flatAt(n - 1)
+		resting = fok && f >= restingPairs && restingShare*f >= p && 2*f*qPairs >= qFlat*p
+	}
 	rested = ok && resting && !clear
 	// Even: the newest two rises (both full buckets of the rise, each at least the fast
 	// step) within steadyRise of each other, give or take the noise (4σ, as the rigid

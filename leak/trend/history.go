@@ -248,8 +248,12 @@ func (h *history) flatOf(c int, b int64) (flat, pairs int, ok bool) {
 	return int(h.flat[c][s]), int(h.pairs[c][s]), true
 }
 
-// flatTol is how far two samples of a process at rest may differ: NVML and the allocator
-// count whole MiB, and short-lived tensors jitter the floor by a few.
+// flatTol is how far two samples of a process at rest may differ, besides its floor's
+// pace: NVML and the allocator count whole MiB, and short-lived tensors jitter the floor
+// by a few. With a quarter of the pace on top (the pace is the newest closed bucket's
+// rise, which the phase of its idle moments skews): measured on seeds 1–100, a half, a
+// third and a quarter page fast_leak within a second of each other (2m02s–2m03s median),
+// a tenth or none at 2m20s and 2m26s; 8 MiB instead of 4 changes nothing.
 const flatTol = 4 << 20
 
 // latest is the newest closed floor of column c.

@@ -947,6 +947,58 @@ func TestFastLeakRoomyResting(t *testing.T) {
 	}
 }
 
+// TestRestingChancePairs: polled every second, a server never idle (each sample carries
+// a different load, 100 MiB to 1.2 GiB) climbs at 300 MiB/min for three minutes, holds
+// for two and gives it back. Twice a bucket two samples in a row happen to carry the
+// same load, before and during the climb: two pairs of 29 on the floor's line, by chance.
+// That is not a server at rest (restingShare: one pair in ten at least): it does not
+// page. Without restingShare it pages two minutes into the climb.
+func TestRestingChancePairs(t *testing.T) {
+	at := 40 * time.Minute
+	load := func(el time.Duration) float64 {
+		k := int(el/time.Second) % 30
+		switch k { // the chance pairs: (10, 11) and (20, 21)
+		case 11, 21:
+			k--
+		}
+		return 100*mib + 40*mib*float64(7*k%30)
+	}
+	alloc := func(el time.Duration) float64 {
+		return 8192*mib + 300*mib*3*trapezoid((el-at).Minutes(), 3, 5, 5.1) + load(el)
+	}
+	sc := roomy(alloc, 60*time.Minute)
+	sc.every = time.Second
+	if r := sc.run(t); r.alerted(0) >= 0 {
+		t.Errorf("a busy server's climb flagged at %s, want quiet:%s", r.alerted(0), r)
+	}
+	// Idle two thirds of the time before the climb (19 pairs of 29 at rest), never during
+	// it but for three chance pairs a bucket: load took the idle moments away, and three
+	// pairs are fewer than half the quiet window's share. Without that share it pages.
+	chance := func(el time.Duration) float64 {
+		k := int(el/time.Second) % 30
+		switch k {
+		case 11, 21, 26:
+			k--
+		}
+		return 100*mib + 40*mib*float64(7*k%30)
+	}
+	busy := func(el time.Duration) float64 {
+		d := (el - at).Minutes()
+		if d < 0 || d >= 5.1 {
+			if k := int(el/time.Second) % 30; k < 20 {
+				return 8192 * mib
+			}
+			return 8192*mib + chance(el)
+		}
+		return 8192*mib + 300*mib*3*trapezoid(d, 3, 5, 5.1) + chance(el)
+	}
+	sc = roomy(busy, 60*time.Minute)
+	sc.every = time.Second
+	if r := sc.run(t); r.alerted(0) >= 0 {
+		t.Errorf("a server that stopped resting flagged at %s, want quiet:%s", r.alerted(0), r)
+	}
+}
+
 // TestFastRuleRoomyLookAlikes: on a roomy GPU, rises as steep and as rigid as a leak's
 // that are not one: each is told apart by one of the fast rule's tests of a rise clear of
 // load (see fastRule), and none pages.
