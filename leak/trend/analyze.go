@@ -48,12 +48,12 @@ const roomyBuckets = 2 * fastBuckets
 // 1–100). Two, so that one chance pair does not count, and a 10 s poll (two pairs a
 // bucket) needs both. Measured (docs/leak-detection.md, round 5): fast_leak 3m44s → 2m03s
 // median on seeds 1–100 with two pairs alone, but on seeds 101–300 three
-// saturated_burst traces polled every second paged on two or three chance pairs of 29
+// saturated_burst traces polled every second paged on two to four chance pairs of 29
 // (two in a row, once); one in restingShare (three of 29 at a 1 s poll, two of 14 at
 // 2 s) and the quiet window's share leave seeds 1–300 at the false alarms they had
-// before, fast_leak 2m05s median on them (3m49s before). One pair: 1m52s on seeds 1–100
-// but 2 saturated_burst, 5 load_ramp and 18 (not 16) saturated_burst_near_full pages;
-// three, 2m41s.
+// before, fast_leak 2m05s median on them (3m49s before; 2m08s on seeds 1–100). One pair:
+// 1m52s on seeds 1–100 but 2 saturated_burst, 5 load_ramp and 18 (not 16)
+// saturated_burst_near_full pages; three, 2m41s.
 const restingPairs = 2
 
 // restingShare: a resting bucket's idle pairs are at least one in restingShare of its
