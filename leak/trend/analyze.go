@@ -34,32 +34,6 @@ const fastBuckets = 3
 // TestSaturatedBurst's 3-minute ramp.
 const roomyBuckets = 2 * fastBuckets
 
-// restingPairs is how many pairs of consecutive samples in the newest bucket of a steep
-// rise must have stayed on the floor's line (see history.add: the process at rest
-// between them, its floor moving at the rise's pace) for the fast rule to page on its
-// fastBuckets on a roomy GPU; also at least one in restingShare of the bucket's pairs,
-// and half as large a share as in the quiet window before the rise (see fastRule). A leak
-// moves a server's idle moments up with its floor: the samples taken while no request
-// is in flight lie on the leak's line, as often as before the leak. A server whose floor
-// rises with load is never idle: its floor is the least load in flight, drawn anew at
-// every sample, and no two samples in a row share it but by chance (the saturated bursts
-// and load ramps that pass every other test of a clear rise but its length showed at
-// most one such pair in the bucket, none in 37 of 44, at polls of 1–10 s, on seeds
-// 1–100). Two, so that one chance pair does not count, and a 10 s poll (two pairs a
-// bucket) needs both. Measured (docs/leak-detection.md, round 5): fast_leak 3m44s → 2m03s
-// median on seeds 1–100 with two pairs alone, but on seeds 101–300 three
-// saturated_burst traces polled every second paged on two to four chance pairs of 29
-// (two in a row, once); one in restingShare (three of 29 at a 1 s poll, two of 14 at
-// 2 s) and the quiet window's share leave seeds 1–300 at the false alarms they had
-// before, fast_leak 2m05s median on them (3m49s before; 2m08s on seeds 1–100). One pair:
-// 1m52s on seeds 1–100 but 2 saturated_burst, 5 load_ramp and 18 (not 16)
-// saturated_burst_near_full pages; three, 2m41s.
-const restingPairs = 2
-
-// restingShare: a resting bucket's idle pairs are at least one in restingShare of its
-// pairs (see restingPairs). One in eight: fast_leak 2m08s on seeds 1–300.
-const restingShare = 10
-
 // urgentWindows is how many short windows of memory left, at a steep rise's pace, make
 // the fast rule urgent: two, so that a leak of 100 MiB/min or more that would fill a
 // nearly full GPU in under 20 minutes pages within about two minutes of its onset.
@@ -110,10 +84,6 @@ type view struct {
 	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
 	clear    bool // and it cleared what load could explain (see fastRule): it may page on a roomy GPU
 	even     bool // its newest two buckets rose within steadyRise of each other (urgent pages need it)
-	// resting: not clear, but as good as clear on its fastBuckets, its idle moments
-	// having risen with it (see restingPairs): a roomy page may rest on it, an urgent
-	// one keeps its own tests (rigid and even).
-	resting bool
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
@@ -132,10 +102,8 @@ type view struct {
 //
 // coarse marks NVML's used bytes of a process that pushes nothing (or of a GPU);
 // needSmooth asks for the smooth test (the warm-up's); early for the half-window fit
-// (allocated, and memory outside the allocator); idle marks the series whose samples
-// show a server's idle moments (the allocated bytes a process pushes: requests'
-// activations come and go on top of what stays), for the fast rule (see restingPairs).
-func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, early, idle bool) view {
+// (allocated, and memory outside the allocator).
+func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, early bool) view {
 	cfg := &e.cfg
 	sc := &e.sc
 	nl := int64(len(h.idx))
@@ -366,11 +334,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	var flatAt func(int) (int, int, bool)
-	if idle {
-		flatAt = func(i int) (int, int, bool) { return h.flatOf(c, h.last+int64(xs[i])) }
-	}
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.resting = e.fastRule(xs, env, fs, spreadAt, flatAt, sigma, v.sig, back)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	return v
 }
@@ -380,11 +344,8 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 // quiet (its envelope within sig: busy buckets that came back do not count). rate is the pace of the
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
 // bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
-// let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see
-// track); rested is clear but for the run's length and the test against the requests in
-// flight, on a rise whose newest bucket's idle moments lie on its line (resting, see
-// restingPairs): what else lets the rule page on a roomy GPU.
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), flatAt func(int) (int, int, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even, rested bool) {
+// let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track).
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -393,7 +354,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false, false, false, false
+		return false, 0, cont, false, false, false
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -407,7 +368,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	for i := n - k; i < n; i++ {
 		d := fs[i] - fs[i-1]
 		if d < 4*sigma || (i > n-k && d < step) {
-			return false, rate, cont, false, false, false, false
+			return false, rate, cont, false, false, false
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -431,21 +392,15 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	start := xs[run-1]
 	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
 	pre, in := e.sc.bx[:0], e.sc.by[:0] // the quiet window's and the run's spreads (below)
-	qFlat, qPairs := 0, 0               // and its idle pairs (see restingPairs)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
 		cnt++
 		if sp, ok := spreadAt(i); ok {
 			pre = append(pre, sp)
 		}
-		if flatAt != nil {
-			if f, p, ok := flatAt(i); ok {
-				qFlat, qPairs = qFlat+f, qPairs+p
-			}
-		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false, false, false, false
+		return false, rate, cont, false, false, false
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -463,25 +418,21 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	e.sc.bx, e.sc.by = pre, in
 	if len(pre) < minPoints || len(in) < fastBuckets-1 {
-		return true, rate, cont, false, false, false, false
+		return true, rate, cont, false, false, false
 	}
 	load := upperQuartile(pre)
 	rigid = median(in) <= load+4*sigma
 	// Clear of load: what lets the rule page on a roomy GPU (see track), where a
 	// saturated burst, a garbage collector's ramp or a batch held at once may rise as
 	// steeply and as rigidly for a few buckets. A leak's rise, unlike theirs:
-	//   - goes on: more than roomyBuckets steep rises in a row, not fastBuckets; or,
-	//     on fastBuckets, it moved the server's idle moments up with it (resting: see
-	//     restingPairs), which no load in flight does;
+	//   - goes on: more than roomyBuckets steep rises in a row, not fastBuckets;
 	//   - begins with at most a bucket's worth of itself (the onset bucket rises no more
 	//     than twice the steepest rise after it: one bucket plus its idle moments'
 	//     phase), not with a jump that something else then tops up;
 	//   - lifts the floor by more than the requests in flight take on top of it in most
 	//     quiet buckets (their spreads' upper quartile): the least load a server that is
 	//     never idle holds is at most what its requests take, and a burst of larger
-	//     requests than usual stretches its buckets, which the rigid test rejects. Not
-	//     asked of a resting rise: a server with idle moments is not never idle, and at
-	//     100 MiB/min under requests of 600 MiB the test alone held a leak for 6 minutes;
+	//     requests than usual stretches its buckets, which the rigid test rejects;
 	//   - outlasts every give-back excursion the series has shown: its envelope (the
 	//     troughs, see analyze) rose too, so a sawtooth's ramp no longer than ones that
 	//     came back does not count, even where they rose from the series' first floor;
@@ -497,25 +448,13 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		onset = fs[run]-fs[run-1] <= 2*steepest
 	}
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
-	ok := rigid && onset && env[n-1]-mx >= sig && pace-back >= step
-	clear = ok && n-run > roomyBuckets && fs[n-1]-mx >= load
-	// Resting (see restingPairs): the newest bucket's idle pairs, at least restingPairs and
-	// one in restingShare of its pairs, are at least half as frequent among its pairs as
-	// in the quiet window's: a leak leaves the idle moments as they were, load in flight
-	// takes them away, and a chance pair of near-equal loads is rarer than the pairs of a
-	// server that rested before the rise.
-	resting := false
-	if flatAt != nil && qFlat > 0 {
-		f, p, fok := flatAt(n - 1)
-		resting = fok && f >= restingPairs && restingShare*f >= p && 2*f*qPairs >= qFlat*p
-	}
-	rested = ok && resting && !clear
+	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-back >= step
 	// Even: the newest two rises (both full buckets of the rise, each at least the fast
 	// step) within steadyRise of each other, give or take the noise (4σ, as the rigid
 	// test): a leak's constant pace, not the least load in flight (see steadyRise).
 	a, b := fs[n-2]-fs[n-3], fs[n-1]-fs[n-2]
 	even = math.Max(a, b) <= steadyRise*math.Min(a, b)+4*sigma
-	return true, rate, cont, rigid, clear, even, rested
+	return true, rate, cont, rigid, clear, even
 }
 
 // stretched says whether the buckets of the newest half of the short window spread wider

@@ -29,11 +29,6 @@ type history struct {
 	// first and last sample time of the newest few buckets, at spreadIdx's slots: how
 	// much of a bucket's spread a steady rise explains (see fastRule).
 	span []time.Duration
-	// flat[c][slot], pairs[c][slot]: of the pairs of consecutive samples in the newest few
-	// buckets (pairs, at most 255 counted), how many stayed on the floor's line (flat, see
-	// add): a process at rest between two samples, its idle moments.
-	flat  [][]uint8
-	pairs [][]uint8
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -45,13 +40,6 @@ type history struct {
 	curMax  []float64
 	curFrom time.Time // the current bucket's first and last sample
 	curTo   time.Time
-	// The current bucket's previous sample of each column and its time, the floor's pace
-	// (bytes per second, from the two newest closed floors) as the bucket opened, and the
-	// bucket's flat and pair counts so far.
-	prevV           []float64
-	prevT           []time.Time
-	pace            []float64
-	curFlat, curPrs []uint8
 }
 
 func newHistory(cfg Config, ncols int) *history {
@@ -69,18 +57,6 @@ func newHistory(cfg Config, ncols int) *history {
 		span:      make([]time.Duration, ns),
 		curMin:    make([]float64, ncols),
 		curMax:    make([]float64, ncols),
-		flat:      make([][]uint8, ncols),
-		pairs:     make([][]uint8, ncols),
-		prevV:     make([]float64, ncols),
-		prevT:     make([]time.Time, ncols),
-		pace:      make([]float64, ncols),
-		curFlat:   make([]uint8, ncols),
-		curPrs:    make([]uint8, ncols),
-	}
-	fb := make([]uint8, 2*ns*ncols)
-	for c := range h.flat {
-		h.flat[c] = fb[c*ns : (c+1)*ns : (c+1)*ns]
-		h.pairs[c] = fb[(ncols+c)*ns : (ncols+c+1)*ns : (ncols+c+1)*ns]
 	}
 	// One backing array for all columns: fewer allocations, better locality.
 	backing := make([]float64, n*ncols)
@@ -102,7 +78,6 @@ func (h *history) reset() {
 	}
 	for c := range h.floor {
 		h.curMin[c], h.curMax[c] = math.NaN(), math.NaN()
-		h.prevV[c] = math.NaN()
 	}
 	h.started, h.curOpen = false, false
 }
@@ -134,14 +109,6 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 	if !h.curOpen {
 		h.cur, h.curOpen = b, true
 		h.curFrom, h.curTo = t, t
-		for c := range vals {
-			h.prevV[c], h.curFlat[c], h.curPrs[c], h.pace[c] = math.NaN(), 0, 0, 0
-			f1, ok1 := h.get(c, b-1)
-			f0, ok0 := h.get(c, b-2)
-			if ok1 && ok0 && f1 > f0 {
-				h.pace[c] = (f1 - f0) / h.bucket.Seconds()
-			}
-		}
 	}
 	if t.Before(h.curFrom) {
 		h.curFrom = t
@@ -159,17 +126,6 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 		if math.IsNaN(h.curMax[c]) || v > h.curMax[c] {
 			h.curMax[c] = v
 		}
-		// Flat: the sample is within flatTol of the one before once the floor's pace
-		// between them is taken off, give or take a quarter of that pace (the pace is the
-		// newest closed bucket's rise, whose idle moments may fall a sample or two apart).
-		if pv := h.prevV[c]; !math.IsNaN(pv) && t.After(h.prevT[c]) && h.curPrs[c] < math.MaxUint8 {
-			dt := t.Sub(h.prevT[c]).Seconds()
-			h.curPrs[c]++
-			if math.Abs(v-pv-h.pace[c]*dt) <= flatTol+h.pace[c]*dt/4 {
-				h.curFlat[c]++
-			}
-		}
-		h.prevV[c], h.prevT[c] = v, t
 	}
 	return closed, ok
 }
@@ -196,7 +152,6 @@ func (h *history) close() {
 	for c := range h.floor {
 		h.floor[c][s] = h.curMin[c]
 		h.spread[c][ss] = h.curMax[c] - h.curMin[c]
-		h.flat[c][ss], h.pairs[c][ss] = h.curFlat[c], h.curPrs[c]
 		h.curMin[c], h.curMax[c] = math.NaN(), math.NaN()
 	}
 	h.last = b
@@ -238,23 +193,6 @@ func (h *history) spanOf(b int64) (time.Duration, bool) {
 	}
 	return h.span[s], true
 }
-
-// flatOf returns the flat and pair counts of column c in bucket b, if still held.
-func (h *history) flatOf(c int, b int64) (flat, pairs int, ok bool) {
-	s, ok := h.spreadSlot(b)
-	if !ok {
-		return 0, 0, false
-	}
-	return int(h.flat[c][s]), int(h.pairs[c][s]), true
-}
-
-// flatTol is how far two samples of a process at rest may differ, besides its floor's
-// pace: NVML and the allocator count whole MiB, and short-lived tensors jitter the floor
-// by a few. With a quarter of the pace on top (the pace is the newest closed bucket's
-// rise, which the phase of its idle moments skews): measured on seeds 1–100, a half, a
-// third and a quarter page fast_leak within a second of each other (2m02s–2m03s median),
-// a tenth or none at 2m20s and 2m26s; 8 MiB instead of 4 changes nothing.
-const flatTol = 4 << 20
 
 // latest is the newest closed floor of column c.
 func (h *history) latest(c int) (float64, bool) {

@@ -353,7 +353,6 @@ type growState struct {
 	line  bool // it started as a line (most buckets rising), not a staircase
 	early bool // it started on the newest half of the short window (see track)
 	roomy bool // the fast rule started it on a rise clear of load, not on urgency
-	rest  bool // and clear on its fastBuckets, its idle moments rising with it (see restingPairs)
 }
 
 // smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
@@ -586,7 +585,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	for c := range numCols {
 		// A rise on the paging series that push (allocated, and memory outside the
 		// allocator) may start on half a window (see track).
-		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth, c == colUnattributed || c == colAllocated, c == colAllocated && pushing)
+		views[c] = e.analyze(p.h, c, since, c == colUsed && !pushing, needSmooth, c == colUnattributed || c == colAllocated)
 		shortAt[c] = -1
 		if views[c].short.n == 0 {
 			continue
@@ -824,8 +823,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && ((urgent && v.even) || ((v.clear || (!urgent && v.resting)) && !v.slowing)):
-		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, rest: !urgent && !v.clear}
+	case v.fast && v.rigid && ((urgent && v.even) || (v.clear && !v.slowing)):
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
 	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
@@ -853,7 +852,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 
 // judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
 func (e *Engine) judgeGPU(g *gpu, now time.Time) {
-	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+e.cfg.ShortWindow, false, false)
+	v := e.analyze(g.h, 0, math.MaxInt64, true, !g.settled && now.Sub(g.first) >= e.cfg.WarmUp+e.cfg.ShortWindow, false)
 	g.growth = []Growth{e.exported(v.short, SeriesUsed, WindowShort), e.exported(v.long, SeriesUsed, WindowLong)}
 	g.res = GPUResult{Growth: g.growth}
 	if g.procsSeen {
@@ -871,7 +870,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		}
 	}
 	if g.settled {
-		v = e.analyze(g.h, 0, g.settledAt, true, false, false, false)
+		v = e.analyze(g.h, 0, g.settledAt, true, false, false)
 	}
 	if !g.settled {
 		g.grow = growState{}
@@ -968,10 +967,6 @@ func (e *Engine) memoryLeft(uuid string) (float64, bool) {
 func growthReason(what string, g growState, now time.Time) string {
 	var r string
 	switch {
-	case g.rule == ruleFast && g.rest:
-		// On-call reads why it paged on a roomy GPU after three buckets: the process's
-		// idle moments, not load in flight, rose.
-		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, its idle moments rising with it: not load in flight", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleFast && g.roomy:
 		// On-call reads why it paged on a roomy GPU: a run long and clear of load.
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of more than %d buckets in a row over a quiet floor, beyond what load explains", what, g.slope/MiBPerMinute, roomyBuckets)
