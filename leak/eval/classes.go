@@ -282,6 +282,17 @@ func Classes() []Class {
 				Peak: uniform(r, 4, 40), Req: uniform(r, 20, 300)}
 		})
 
+	// Long generations on a server that allocates each request's key-value cache as it
+	// goes: while one runs its cache grows with every token, smoothly and steeply
+	// (0.5 MiB a token for a 7B model at 30 tokens/s is 900 MiB/min), and every other
+	// request comes and goes on top of it; it is freed when the generation ends.
+	add("long_generation", "every 5–30 min a generation of 1–4 min whose cache grows 100–1000 MiB/min and is freed at its end, under the server's ordinary traffic", false,
+		func(r *rand.Rand, s *Spec) {
+			for t := uniform(r, 15, 30); t < 170; t += uniform(r, 5, 30) {
+				s.Generations = append(s.Generations, Generation{At: minutes(t), Dur: minutes(uniform(r, 1, 4)), Rate: uniform(r, 100, 1000)})
+			}
+		})
+
 	// A cache of tensors with a budget (responses, prefixes, embeddings) that fills
 	// smoothly after the warm-up, fast at first and ever slower: 1 − e^(−t/τ) of its
 	// budget, in 200 small steps; and the same fill over a leak.

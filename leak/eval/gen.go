@@ -120,6 +120,16 @@ type Spec struct {
 	// Traffic); each holds its own activations. The floor stays put while the server has
 	// idle moments and rises with the load once it has none.
 	Traffic *Traffic
+	// Generations are long generations whose key-value cache grows with every token
+	// while they run and is freed when they end (a server that allocates the cache per
+	// request, not from a pool).
+	Generations []Generation
+}
+
+// Generation is one long request from At for Dur whose cache grows by Rate MiB/min.
+type Generation struct {
+	At, Dur time.Duration
+	Rate    float64
 }
 
 // Traffic is a smooth climb of load from At over Rise to a mean of Peak requests in
@@ -464,6 +474,11 @@ func Generate(s Spec, w io.Writer) error {
 			act = s.ActPeak * mib * u
 			if s.ActTail > 0 {
 				act = math.Min(s.ActPeak*mib*(math.Pow(1-u, -1/s.ActTail)-1), s.ActCap*mib)
+			}
+		}
+		for _, g := range s.Generations {
+			if el >= g.At && el < g.At+g.Dur {
+				act += g.Rate * mib * (el - g.At).Minutes()
 			}
 		}
 		if s.Traffic != nil {

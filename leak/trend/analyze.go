@@ -436,9 +436,12 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	//   - outlasts every give-back excursion the series has shown: its envelope (the
 	//     troughs, see analyze) rose too, so a sawtooth's ramp no longer than ones that
 	//     came back does not count, even where they rose from the series' first floor;
-	//   - rises faster, by the fast step, than any excursion the series gave back (back,
-	//     see analyze): a collector's ramp that runs longer than the ones before rises
-	//     at their pace, a leak adds its own.
+	//   - rises faster, by the fast step and by steadyRise times, than any excursion the
+	//     series gave back (back, see analyze): a collector's ramp that runs longer than
+	//     the ones before rises at their pace, and so does the next of a server's long
+	//     generations, whose cache grows with every token at a pace that varies from one
+	//     request to the next by less than twice (long_generation: 1.5–1.8× apart paged);
+	//     a leak adds its own pace to theirs.
 	onset := true
 	if run >= 1 {
 		steepest := 0.0
@@ -448,7 +451,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		onset = fs[run]-fs[run-1] <= 2*steepest
 	}
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
-	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-back >= step
+	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-steadyRise*back >= step
 	// Even: the newest two rises (both full buckets of the rise, each at least the fast
 	// step) within steadyRise of each other, give or take the noise (4σ, as the rigid
 	// test): a leak's constant pace, not the least load in flight (see steadyRise).

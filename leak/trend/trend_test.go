@@ -1158,3 +1158,37 @@ func TestSteepFillSlowsDown(t *testing.T) {
 		t.Errorf("a 300 MiB/min leak paged at %s, want within 5 minutes of %s:%s", a, at, r)
 	}
 }
+
+// generations adds to f the key-value caches of long generations: from each start for its
+// length, a cache growing at its pace (MiB/min), freed at its end.
+func generations(f func(time.Duration) float64, gens ...[3]float64) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		v := f(el)
+		for _, g := range gens {
+			at, d := time.Duration(g[0]*float64(time.Minute)), time.Duration(g[1]*float64(time.Minute))
+			if el >= at && el < at+d {
+				v += g[2] * mib * (el - at).Minutes()
+			}
+		}
+		return v
+	}
+}
+
+// TestLongGenerationPaceGivenBack: on a roomy GPU a server that allocates its key-value
+// caches per request runs a 3-minute generation whose cache grows 300 MiB/min and is
+// freed, then a 4.5-minute one at 450 MiB/min: the second rises for longer than the fast
+// rule's run, rigidly, but no faster than twice what the series gave back, and stays
+// quiet (it pages at 44m without the factor); a 900 MiB/min leak after the same first
+// generation pages within 5 minutes.
+func TestLongGenerationPaceGivenBack(t *testing.T) {
+	base := sawtooth(flat(4096*mib), 600*mib)
+	first := [3]float64{25, 3, 300}
+	if r := roomy(generations(base, first, [3]float64{40, 4.5, 450}), 60*time.Minute).run(t); r.alerted(0) >= 0 {
+		t.Errorf("the second generation paged at %s:%s", r.alerted(0), r)
+	}
+	onset := 40*time.Minute + 7*time.Second
+	r := roomy(generations(sawtooth(line(4096*mib, 900*mib, onset), 600*mib), first), 50*time.Minute).run(t)
+	if a := r.alerted(0); a < onset || a > onset+5*time.Minute {
+		t.Errorf("a 900 MiB/min leak paged at %s, want within 5 minutes of %s:%s", a, onset, r)
+	}
+}
