@@ -18,7 +18,9 @@
 // MinRate or more with R² of MinFit and at least three new highs; or when its floor has
 // risen in each of the last three buckets at FastRate or more over a quiet floor; or,
 // for very slow leaks, when the long window's envelope rises at SlowRate or more
-// without slowing down. Growth ends as soon as the judged window no longer shows it.
+// without slowing down. Except near a full GPU, a rise that goes ever slower (a cache
+// filling to its budget) is not growth. Growth ends as soon as the judged window no
+// longer shows it.
 package trend
 
 import (
