@@ -87,9 +87,10 @@ type view struct {
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
-	// slowing: the judged window's newer half rises at less than steadyPace of its older
-	// half's pace (see slowing); halfSlowing the same of the half window, when early.
-	slowing, halfSlowing bool
+	// slowing: over two short windows (the judged window if longer), the rise from its
+	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
+	// coarse used.
+	slowing bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -231,7 +232,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// minutes sooner than on the whole; and whether its newest changes are as smooth as a
 	// line's (see track).
 	if early {
-		v.half, v.halfSlowing = v.judge, v.slowing
+		v.half = v.judge
 		if nh := min(max(ns/2, 3*v.w), nl); nh < nj {
 			hlo := n
 			for hlo > 0 && xs[hlo-1] > -float64(nh) {
@@ -239,7 +240,6 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			}
 			hx, hy := blocks(xs[hlo:], env[hlo:], 40, &sc.jx, &sc.jy)
 			v.half = sc.robustFit(hx, hy, sigma)
-			v.halfSlowing = sc.slowing(xs[hlo:], env[hlo:], v.sig, sigma)
 		}
 		v.halfSmooth = recentScatter(xs, ps, max(minPoints, int(ns)/4), &sc.bx) <= smoothNoise*sigma
 	}

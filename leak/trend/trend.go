@@ -837,7 +837,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !v.halfSlowing:
+	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a
