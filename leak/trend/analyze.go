@@ -91,6 +91,11 @@ type view struct {
 	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
 	// coarse used.
 	slowing bool
+	// idleLost: the newest buckets lost the idle moments the series showed before (see
+	// idle): its floor is the least load in flight of a server that is never idle any
+	// more, not memory that stays. idleLostLong: some stretch of the long window lost
+	// them (the slow rule's rise may be a load's climb). Allocated only.
+	idleLost, idleLostLong bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -336,7 +341,68 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
+	if c == h.idleCol {
+		v.idleLost, v.idleLostLong = idle(h, ns)
+	}
 	return v
+}
+
+// idleExpect is how many returns to the floor a stretch of buckets must have been due,
+// at the series' best share, before having (almost) none says the idle moments are gone:
+// with 12 due, a series whose idle moments go on at two thirds of the best share it
+// showed (the best of many stretches is above their mean) has 3 or fewer in 4 of 100.
+const idleExpect = 12
+
+// idle says whether the series lost the idle moments it showed: now, over the newest
+// buckets, and ever, over any stretch of the long window. A stretch lost them when, of
+// its samples after each bucket's first, at most a quarter of the share that came back
+// to the floor in the best stretch of the long window did (with at least idleExpect
+// due). The stretches are half a short window, or a whole one where half is due too few
+// (few samples to a bucket).
+//
+// A process between requests sits at its floor, sample after sample; a leak lifts those
+// moments with the floor and keeps them. A server whose load climbs until it is never
+// idle loses them: its floor is then the least load in flight, drawn anew at every
+// sample (no second sample comes back to it), and climbs with the load for as long as
+// the load climbs, smoothly, at a slow leak's pace (load_diurnal). A server that was
+// busy all along never showed such a share, and is judged as before.
+func idle(h *history, ns int64) (now, ever bool) {
+	for m := max(ns/2, minPoints); ; m = ns {
+		now, ever, sure := idleOver(h, m)
+		if sure || m >= ns {
+			return now, ever
+		}
+	}
+}
+
+// idleOver is idle's test over stretches of m buckets, newest first; sure says whether
+// the newest was due idleExpect returns, without which it says nothing of now.
+func idleOver(h *history, m int64) (now, ever, sure bool) {
+	var rs, os [2 * longBlocks]int // each stretch's returns, and its samples after the first
+	k, best := 0, 0.0
+	nl := int64(len(h.idx))
+	for end := h.last; end-m >= h.last-nl && k < len(rs); end -= m {
+		var r, o int
+		for b := end - m + 1; b <= end; b++ {
+			if ri, oi, ok := h.idleOf(b); ok {
+				r, o = r+ri, o+oi
+			}
+		}
+		rs[k], os[k] = r, o
+		if int64(o) >= m {
+			best = math.Max(best, float64(r)/float64(o))
+		}
+		k++
+	}
+	for i := range k {
+		due := best * float64(os[i])
+		lost := due >= idleExpect && 4*float64(rs[i]) <= due
+		if i == 0 {
+			now, sure = lost, due >= idleExpect
+		}
+		ever = ever || lost
+	}
+	return now, ever, sure
 }
 
 // fastRule is the rule for steep leaks: the newest fastBuckets floors each rose above

@@ -29,6 +29,13 @@ type history struct {
 	// first and last sample time of the newest few buckets, at spreadIdx's slots: how
 	// much of a bucket's spread a steady rise explains (see fastRule).
 	span []time.Duration
+	// For one column (idleCol, −1 for none), over the long window at idx's slots: how many
+	// samples of each bucket after its first (seen) came back to within restTol of the
+	// bucket's floor once the floor's own pace is taken off (rest): the process's idle
+	// moments, several to a bucket while it has any (see idleLost in analyze). At most 255
+	// counted a bucket.
+	idleCol    int
+	rest, seen []uint8
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -40,9 +47,15 @@ type history struct {
 	curMax  []float64
 	curFrom time.Time // the current bucket's first and last sample
 	curTo   time.Time
+	// idleCol's current bucket: the floor's pace as it opened (bytes per second, from the
+	// three newest closed floors), the least sample less that pace since the bucket opened,
+	// the samples within restTol of it (an approximation: a new least sample within the
+	// tolerance of the old keeps the count) and the samples seen.
+	pace, dmin   float64
+	near, nseen  uint8
 }
 
-func newHistory(cfg Config, ncols int) *history {
+func newHistory(cfg Config, ncols, idleCol int) *history {
 	n := int(cfg.LongWindow / cfg.Bucket)
 	// Two short windows: with one, a load ramp's climb filled the older buckets that the
 	// newest half window is compared with by the time its hold fitted a line (measured:
@@ -57,6 +70,10 @@ func newHistory(cfg Config, ncols int) *history {
 		span:      make([]time.Duration, ns),
 		curMin:    make([]float64, ncols),
 		curMax:    make([]float64, ncols),
+		idleCol:   idleCol,
+	}
+	if idleCol >= 0 {
+		h.rest, h.seen = make([]uint8, n), make([]uint8, n)
 	}
 	// One backing array for all columns: fewer allocations, better locality.
 	backing := make([]float64, n*ncols)
@@ -109,6 +126,18 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 	if !h.curOpen {
 		h.cur, h.curOpen = b, true
 		h.curFrom, h.curTo = t, t
+		h.pace, h.near, h.nseen = 0, 0, 0
+		if c := h.idleCol; c >= 0 {
+			// The lesser of the newest two rises: a leak's floor rises by its pace in
+			// both, the least load in flight by chance in one, and a pace too high would
+			// widen the tolerance to what load in flight does by chance.
+			f2, ok2 := h.get(c, b-1)
+			f1, ok1 := h.get(c, b-2)
+			f0, ok0 := h.get(c, b-3)
+			if ok2 && ok1 && ok0 {
+				h.pace = max(min(f2-f1, f1-f0), 0) / h.bucket.Seconds()
+			}
+		}
 	}
 	if t.Before(h.curFrom) {
 		h.curFrom = t
@@ -126,8 +155,48 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 		if math.IsNaN(h.curMax[c]) || v > h.curMax[c] {
 			h.curMax[c] = v
 		}
+		if c == h.idleCol {
+			h.addIdle(t, v)
+		}
 	}
 	return closed, ok
+}
+
+// restTol is how far a process's samples at rest may lie apart within a bucket once the
+// floor's pace is taken off: the allocator counts bytes exactly and NVML whole MiB, and
+// short-lived tensors jitter the floor by a few MiB.
+const restTol = 4 << 20
+
+// addIdle counts sample v of the idle column against the current bucket's detrended
+// least sample: the pace is the newest closed buckets' rise, give or take a quarter of
+// it over the bucket.
+func (h *history) addIdle(t time.Time, v float64) {
+	if h.nseen == math.MaxUint8 {
+		return
+	}
+	d := v - h.pace*t.Sub(h.curFrom).Seconds()
+	tol := restTol + h.pace*h.bucket.Seconds()/4
+	switch {
+	case h.nseen == 0 || d < h.dmin-tol:
+		h.dmin, h.near = d, 1
+	case d < h.dmin:
+		h.dmin = d
+		h.near++
+	case d <= h.dmin+tol:
+		h.near++
+	}
+	h.nseen++
+}
+
+// idleOf is how many samples of bucket b after its first came back to its floor, and how
+// many there were, if the ring holds it (idleCol only).
+func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
+	n := int64(len(h.idx))
+	s := int(((b % n) + n) % n)
+	if h.idleCol < 0 || h.idx[s] != b || h.seen[s] == 0 {
+		return 0, 0, false
+	}
+	return int(h.rest[s]), int(h.seen[s]), true
 }
 
 func (h *history) close() {
@@ -149,6 +218,9 @@ func (h *history) close() {
 	ss := int(b % int64(len(h.spreadIdx)))
 	h.idx[s], h.spreadIdx[ss] = b, b
 	h.span[ss] = h.curTo.Sub(h.curFrom)
+	if h.idleCol >= 0 {
+		h.rest[s], h.seen[s] = max(h.near, 1)-1, max(h.nseen, 1)-1
+	}
 	for c := range h.floor {
 		h.floor[c][s] = h.curMin[c]
 		h.spread[c][ss] = h.curMax[c] - h.curMin[c]

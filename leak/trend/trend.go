@@ -467,7 +467,7 @@ func (e *Engine) TryObserve(s Sample) (Result, bool) {
 		p.start = s.Key.Start
 	}
 	if p == nil {
-		p = &process{h: newHistory(e.cfg, numCols)}
+		p = &process{h: newHistory(e.cfg, numCols, colAllocated)}
 		e.procs[k] = p
 		if g := e.gpus[s.Key.UUID]; g != nil {
 			g.procsSeen = true
@@ -515,7 +515,7 @@ func (e *Engine) Result(k Key) (Result, bool) {
 func (e *Engine) ObserveGPU(s GPUSample) GPUResult {
 	g := e.gpus[s.UUID]
 	if g == nil {
-		g = &gpu{uuid: s.UUID, first: s.T, h: newHistory(e.cfg, 1)}
+		g = &gpu{uuid: s.UUID, first: s.T, h: newHistory(e.cfg, 1, -1)}
 		for k := range e.procs {
 			if k.uuid == s.UUID {
 				g.procsSeen = true
@@ -825,9 +825,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && ((urgent && v.even) || (v.clear && !v.slowing)):
+	case v.fast && v.rigid && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
-	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing:
+	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing && !v.idleLost:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
@@ -837,7 +837,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing:
+	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !v.idleLost:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a
@@ -847,7 +847,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs:
+	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !v.idleLostLong:
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	}
 }
