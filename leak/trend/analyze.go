@@ -96,6 +96,9 @@ type view struct {
 	// more, not memory that stays. idleLostLong: some stretch of the long window lost
 	// them (the slow rule's rise may be a load's climb). Allocated only.
 	idleLost, idleLostLong bool
+	// idleGone: the fast rise's buckets lost the idle moments of the quiet window before
+	// it (see fastRule).
+	idleGone bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -339,7 +342,8 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even = e.fastRule(xs, env, fs, spreadAt, sigma, v.sig, back)
+	idleAt := func(i int) (int, int, bool) { return h.idleOf(h.last + int64(xs[i])) }
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -352,6 +356,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 // with 12 due, a series whose idle moments go on at two thirds of the best share it
 // showed (the best of many stretches is above their mean) has 3 or fewer in 4 of 100.
 const idleExpect = 12
+
+// idleGone is how many returns to the floor a fast rise's buckets must have been due, at
+// the quiet window's share, for none at all to say its idle moments are gone: a leak whose
+// idle moments go on at two thirds of that share has none in 1 of 200.
+const idleGone = 8
 
 // idle says whether the series lost the idle moments it showed: now, over the newest
 // buckets, and ever, over any stretch of the long window. A stretch lost them when, of
@@ -411,7 +420,7 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
 // bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
 // let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track).
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even, gone bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -420,7 +429,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false, false, false
+		return false, 0, cont, false, false, false, false
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -434,7 +443,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	for i := n - k; i < n; i++ {
 		d := fs[i] - fs[i-1]
 		if d < 4*sigma || (i > n-k && d < step) {
-			return false, rate, cont, false, false, false
+			return false, rate, cont, false, false, false, false
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -466,7 +475,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false, false, false
+		return false, rate, cont, false, false, false, false
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -484,7 +493,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	e.sc.bx, e.sc.by = pre, in
 	if len(pre) < minPoints || len(in) < fastBuckets-1 {
-		return true, rate, cont, false, false, false
+		return true, rate, cont, false, false, false, false
 	}
 	load := upperQuartile(pre)
 	rigid = median(in) <= load+4*sigma
@@ -523,7 +532,23 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// test): a leak's constant pace, not the least load in flight (see steadyRise).
 	a, b := fs[n-2]-fs[n-3], fs[n-1]-fs[n-2]
 	even = math.Max(a, b) <= steadyRise*math.Min(a, b)+4*sigma
-	return true, rate, cont, rigid, clear, even
+	// Gone: the run's buckets lost the idle moments of the quiet window before it (see
+	// idle): not one of their samples came back to its floor, where at the quiet window's
+	// share idleGone were due. A saturated server's floor is the least load in flight,
+	// drawn anew at every sample; a leak's idle moments rise with it.
+	var rp, op, rr, or int
+	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
+		if r, o, ok := idleAt(i); ok {
+			rp, op = rp+r, op+o
+		}
+	}
+	for i := run; i < n; i++ {
+		if r, o, ok := idleAt(i); ok {
+			rr, or = rr+r, or+o
+		}
+	}
+	gone = op > 0 && float64(rp)*float64(or) >= idleGone*float64(op) && rr == 0
+	return true, rate, cont, rigid, clear, even, gone
 }
 
 // stretched says whether the buckets of the newest half of the short window spread wider

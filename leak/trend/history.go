@@ -47,12 +47,9 @@ type history struct {
 	curMax  []float64
 	curFrom time.Time // the current bucket's first and last sample
 	curTo   time.Time
-	// idleCol's current bucket: the floor's pace as it opened (bytes per second, from the
-	// three newest closed floors), the least sample less that pace since the bucket opened,
-	// the samples within restTol of it (an approximation: a new least sample within the
-	// tolerance of the old keeps the count) and the samples seen.
-	pace, dmin   float64
-	near, nseen  uint8
+	// idleCol's current bucket: its first idleCap samples, as seconds since curFrom and
+	// bytes (see idleRest).
+	idleT, idleV []float64
 }
 
 func newHistory(cfg Config, ncols, idleCol int) *history {
@@ -74,6 +71,7 @@ func newHistory(cfg Config, ncols, idleCol int) *history {
 	}
 	if idleCol >= 0 {
 		h.rest, h.seen = make([]uint8, n), make([]uint8, n)
+		h.idleT, h.idleV = make([]float64, 0, idleCap), make([]float64, 0, idleCap)
 	}
 	// One backing array for all columns: fewer allocations, better locality.
 	backing := make([]float64, n*ncols)
@@ -126,18 +124,7 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 	if !h.curOpen {
 		h.cur, h.curOpen = b, true
 		h.curFrom, h.curTo = t, t
-		h.pace, h.near, h.nseen = 0, 0, 0
-		if c := h.idleCol; c >= 0 {
-			// The lesser of the newest two rises: a leak's floor rises by its pace in
-			// both, the least load in flight by chance in one, and a pace too high would
-			// widen the tolerance to what load in flight does by chance.
-			f2, ok2 := h.get(c, b-1)
-			f1, ok1 := h.get(c, b-2)
-			f0, ok0 := h.get(c, b-3)
-			if ok2 && ok1 && ok0 {
-				h.pace = max(min(f2-f1, f1-f0), 0) / h.bucket.Seconds()
-			}
-		}
+		h.idleT, h.idleV = h.idleT[:0], h.idleV[:0]
 	}
 	if t.Before(h.curFrom) {
 		h.curFrom = t
@@ -155,8 +142,8 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 		if math.IsNaN(h.curMax[c]) || v > h.curMax[c] {
 			h.curMax[c] = v
 		}
-		if c == h.idleCol {
-			h.addIdle(t, v)
+		if c == h.idleCol && len(h.idleV) < idleCap {
+			h.idleT, h.idleV = append(h.idleT, t.Sub(h.curFrom).Seconds()), append(h.idleV, v)
 		}
 	}
 	return closed, ok
@@ -167,25 +154,41 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 // short-lived tensors jitter the floor by a few MiB.
 const restTol = 4 << 20
 
-// addIdle counts sample v of the idle column against the current bucket's detrended
-// least sample: the pace is the newest closed buckets' rise, give or take a quarter of
-// it over the bucket.
-func (h *history) addIdle(t time.Time, v float64) {
-	if h.nseen == math.MaxUint8 {
-		return
+// idleCap bounds the samples of a bucket the idle count looks at: a bucket's first 32
+// (a sample a second fills a 30-second bucket).
+const idleCap = 32
+
+// idleRest is how many of the current bucket's buffered samples after the first came
+// back to its floor: lie within restTol (plus an eighth of the pace's rise over the
+// bucket) of its least sample once a pace is taken off. The pace is the one, of none,
+// the newest closed bucket's rise and this bucket's own floor's rise over it, that
+// finds the most: a leak's floor moves its idle moments along with it, and the newest
+// rise lags a bucket behind a steep leak's onset, this bucket's own floor does not.
+func (h *history) idleRest() int {
+	c, bs := h.idleCol, h.bucket.Seconds()
+	paces := [3]float64{}
+	if f1, ok := h.get(c, h.cur-1); ok {
+		paces[2] = max(h.curMin[c]-f1, 0) / bs
+		if f0, ok := h.get(c, h.cur-2); ok {
+			paces[1] = max(f1-f0, 0) / bs
+		}
 	}
-	d := v - h.pace*t.Sub(h.curFrom).Seconds()
-	tol := restTol + h.pace*h.bucket.Seconds()/4
-	switch {
-	case h.nseen == 0 || d < h.dmin-tol:
-		h.dmin, h.near = d, 1
-	case d < h.dmin:
-		h.dmin = d
-		h.near++
-	case d <= h.dmin+tol:
-		h.near++
+	best := 0
+	for _, p := range paces {
+		tol := restTol + p*bs/8
+		dmin := math.Inf(1)
+		for i, v := range h.idleV {
+			dmin = math.Min(dmin, v-p*h.idleT[i])
+		}
+		near := 0
+		for i, v := range h.idleV {
+			if v-p*h.idleT[i] <= dmin+tol {
+				near++
+			}
+		}
+		best = max(best, near-1)
 	}
-	h.nseen++
+	return best
 }
 
 // idleOf is how many samples of bucket b after its first came back to its floor, and how
@@ -219,7 +222,10 @@ func (h *history) close() {
 	h.idx[s], h.spreadIdx[ss] = b, b
 	h.span[ss] = h.curTo.Sub(h.curFrom)
 	if h.idleCol >= 0 {
-		h.rest[s], h.seen[s] = max(h.near, 1)-1, max(h.nseen, 1)-1
+		h.rest[s], h.seen[s] = 0, 0
+		if n := len(h.idleV); n > 0 {
+			h.rest[s], h.seen[s] = uint8(h.idleRest()), uint8(n-1)
+		}
 	}
 	for c := range h.floor {
 		h.floor[c][s] = h.curMin[c]

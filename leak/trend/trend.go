@@ -781,7 +781,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && !v.decel && f.rise >= v.sig &&
 			v.recent.ok && v.recent.slope/b >= rate/2
 	}
-	if g.growing() && g.rule != ruleFast && v.fast && v.rigid && v.even && urgent {
+	if g.growing() && g.rule != ruleFast && v.fast && v.rigid && v.even && !v.idleGone && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule
 		// started (and may still have to confirm), and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
@@ -825,7 +825,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		return
 	}
 	switch {
-	case v.fast && v.rigid && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
+	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
 	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing && !v.idleLost:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
