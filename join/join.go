@@ -84,6 +84,10 @@ type Joiner struct {
 	pushOnly map[trend.Key]bool
 	// fed and observed are observeTrends' scratch, kept to spare two maps a tick.
 	fed, observed map[trend.Key]bool
+	// pushFed is the newest push fed to the trend engine per key last tick, and
+	// pushNext this tick's (swapped each tick, so only keys in the view are held): a
+	// tick whose push is not newer is a repeat (see Process.PushRepeat).
+	pushFed, pushNext map[trend.Key]time.Time
 
 	diag diagnosis
 
@@ -240,6 +244,7 @@ func (j *Joiner) Tick() *View {
 	})
 
 	j.diag.observe(v)
+	j.markRepeats(v)
 	j.observeTrends(v)
 	if j.opts.Recorder != nil && !j.recordBroken {
 		if err := j.opts.Recorder.Record(v); err != nil {
@@ -387,6 +392,27 @@ func (j *Joiner) dropReusedPIDs(senders []push.Sender, facts map[uint32]procinfo
 		return senders
 	}
 	return kept
+}
+
+// markRepeats sets PushRepeat on every pushed process whose newest push an earlier tick
+// already had, for the trend engine and the trace recorder alike.
+func (j *Joiner) markRepeats(v *View) {
+	if j.pushFed == nil {
+		j.pushFed, j.pushNext = map[trend.Key]time.Time{}, map[trend.Key]time.Time{}
+	}
+	next := j.pushNext
+	clear(next)
+	for i := range v.Processes {
+		p := &v.Processes[i]
+		if !p.Pushed {
+			continue
+		}
+		k := p.Sample(v.Time).Key
+		prev, ok := j.pushFed[k]
+		p.PushRepeat = ok && !p.LastPush.After(prev)
+		next[k] = p.LastPush
+	}
+	j.pushFed, j.pushNext = next, j.pushFed
 }
 
 // observeTrends feeds the trend engine. A pushed (pid, uuid) whose UUID NVML does not

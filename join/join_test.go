@@ -279,3 +279,48 @@ func TestRunTicksOnTheClock(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestPushRepeatMarked: a tick whose push an earlier tick already had (the client pushes
+// on its own clock, the daemon samples at every poll) marks the process's sample a
+// repeat, for the trend engine's count of idle moments and in the recorded trace; a
+// newer push is fresh again, and a process's first tick is fresh.
+func TestPushRepeatMarked(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	clk := clock.NewFake(start)
+	nv := &fakeNVML{snapshot(start)}
+	dev := push.Device{UUID: gpuA, Pools: []push.Pool{{Name: "torch", Allocated: GiB, Reserved: 1536 * MiB}}}
+	ps := &fakePush{[]push.Sender{sender(1, 100, start, dev)}}
+	eng, err := trend.NewEngine(trend.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rec := NewTraceRecorder(bufio.NewWriter(&out), 0)
+	j := New(nv, ps, fakeFacts{}, Options{Clock: clk, Trend: eng, Recorder: rec}, zap.NewNop())
+	tick := func(at time.Time) bool {
+		t.Helper()
+		clk.Advance(time.Second)
+		nv.s = snapshot(clk.Now())
+		ps.s = []push.Sender{sender(1, 100, at, dev)}
+		p := find(t, j.Tick(), 100, gpuA)
+		if p.Sample(clk.Now()).Repeat != p.PushRepeat {
+			t.Fatalf("Sample().Repeat disagrees with PushRepeat %v", p.PushRepeat)
+		}
+		return p.PushRepeat
+	}
+	if p := find(t, j.Tick(), 100, gpuA); p.PushRepeat {
+		t.Error("first tick marked a repeat")
+	}
+	if !tick(start) {
+		t.Error("second tick with the same push not marked a repeat")
+	}
+	if tick(start.Add(time.Second)) {
+		t.Error("a newer push marked a repeat")
+	}
+	if !strings.Contains(out.String(), `"repeat":true`) {
+		t.Errorf("trace lacks the repeat mark:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), `"repeat":true`); n != 1 {
+		t.Errorf("%d repeat marks in the trace, want 1:\n%s", n, out.String())
+	}
+}

@@ -87,6 +87,10 @@ type Process struct {
 	ReservedBytes  uint64
 	// LastPush is when the newest message for this process arrived.
 	LastPush time.Time
+	// PushRepeat: the allocator's view is the push an earlier tick already had (the
+	// client pushes on its own clock): the trend engine takes it for the floors, not as
+	// a new sample of the process at rest.
+	PushRepeat bool
 
 	// UnattributedBytes = UsedBytes − ReservedBytes, only when both views exist
 	// (HasUnattributed). Negative when an allocator reports more than the driver sees
@@ -128,6 +132,7 @@ func (p *Process) Sample(t time.Time) trend.Sample {
 		Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
 		Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
 		Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
+		Repeat: p.Pushed && p.PushRepeat,
 	}
 }
 

@@ -52,6 +52,8 @@ type line struct {
 	Reserved  *float64 `json:"reserved,omitempty"`
 	GPUUsed   *float64 `json:"gpu_used,omitempty"`
 	GPUTotal  *float64 `json:"gpu_total,omitempty"`
+	// Repeat: allocated and reserved are a push the daemon already recorded.
+	Repeat bool `json:"repeat,omitempty"`
 }
 
 // LineError says why one input line was skipped.
@@ -207,6 +209,7 @@ func parse(b []byte) (Record, error) {
 	if l.Reserved != nil {
 		p.Reserved, p.HasReserved = *l.Reserved, true
 	}
+	p.Repeat = l.Repeat && (p.HasAllocated || p.HasReserved)
 	return Record{Process: p}, nil
 }
 
@@ -274,6 +277,9 @@ func (w *Writer) WriteProcess(p trend.Sample) error {
 	}
 	if p.HasReserved {
 		b = appendField(b, "reserved", p.Reserved)
+	}
+	if p.Repeat && (p.HasAllocated || p.HasReserved) {
+		b = append(b, `,"repeat":true`...)
 	}
 	b = append(b, "}\n"...)
 	w.buf = b

@@ -17,6 +17,8 @@ func TestRoundTrip(t *testing.T) {
 	procs := []trend.Sample{
 		{T: at, Key: trend.Key{PID: 4242, Start: 123456, UUID: "GPU-abc"}, Used: 1 << 30, Allocated: 65 << 20, Reserved: 512 << 20, HasUsed: true, HasAllocated: true, HasReserved: true},
 		{T: at.Add(time.Second), Key: trend.Key{PID: 1, UUID: "GPU-abc"}, Used: 7, HasUsed: true},
+		// A push the daemon had already fed (see trend.Sample.Repeat).
+		{T: at.Add(2 * time.Second), Key: trend.Key{PID: 4242, Start: 123456, UUID: "GPU-abc"}, Used: 1 << 30, Allocated: 65 << 20, Reserved: 512 << 20, HasUsed: true, HasAllocated: true, HasReserved: true, Repeat: true},
 		{T: at.Add(1234567 * time.Microsecond), Key: trend.Key{PID: 4294967295, UUID: `GPU-"quoted"`}},
 	}
 	gpu := trend.GPUSample{T: at, UUID: "GPU-abc", Used: 8 << 30, Total: 140 << 30}
@@ -30,6 +32,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if err := w.WriteGPU(gpu); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Count(buf.String(), `"repeat":true`) != 1 {
+		t.Errorf("want one repeat mark, on the repeated push:\n%s", buf.String())
 	}
 	if !strings.Contains(buf.String(), `"used":1073741824`) {
 		t.Errorf("bytes not written as integers:\n%s", buf.String())

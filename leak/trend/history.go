@@ -111,11 +111,13 @@ func (h *history) bucketEnd(b int64) time.Time {
 	return time.Unix(0, (b+1)*int64(h.bucket))
 }
 
-// add folds one sample into the current bucket. It reports the index of the bucket it
+// add folds one sample into the current bucket; fresh says whether the idle column's
+// value is a new measurement (not a push the daemon already fed), which the idle count
+// wants. It reports the index of the bucket it
 // closed, if the sample belongs to a later bucket. Samples older than the current bucket
 // (clock steps, reordering) are folded into the current one: dropping them would lose a
 // floor, and they are at most a bucket late in practice.
-func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
+func (h *history) add(t time.Time, vals []float64, fresh bool) (closed int64, ok bool) {
 	b := h.bucketOf(t)
 	if h.curOpen && b > h.cur {
 		closed, ok = h.cur, true
@@ -142,7 +144,7 @@ func (h *history) add(t time.Time, vals []float64) (closed int64, ok bool) {
 		if math.IsNaN(h.curMax[c]) || v > h.curMax[c] {
 			h.curMax[c] = v
 		}
-		if c == h.idleCol && len(h.idleV) < idleCap {
+		if c == h.idleCol && fresh && len(h.idleV) < idleCap {
 			h.idleT, h.idleV = append(h.idleT, t.Sub(h.curFrom).Seconds()), append(h.idleV, v)
 		}
 	}

@@ -241,6 +241,10 @@ type Sample struct {
 	T                                  time.Time
 	Used, Allocated, Reserved          float64
 	HasUsed, HasAllocated, HasReserved bool
+	// Repeat says Allocated and Reserved are those of a push already observed: the
+	// daemon samples at every poll, the client pushes on its own clock. They count for
+	// the floors, not as one more sample of the process at rest (see idle in analyze).
+	Repeat bool
 }
 
 // GPUSample is one observation of a whole GPU.
@@ -495,7 +499,7 @@ func (e *Engine) TryObserve(s Sample) (Result, bool) {
 	if s.HasUsed && s.HasReserved {
 		v[colUnattributed] = s.Used - s.Reserved
 	}
-	if b, closed := p.h.add(s.T, v[:]); closed {
+	if b, closed := p.h.add(s.T, v[:], !s.Repeat); closed {
 		e.judge(p, s.Key.UUID, p.h.bucketEnd(b))
 	}
 	return p.res, true
@@ -529,7 +533,7 @@ func (e *Engine) ObserveGPU(s GPUSample) GPUResult {
 	}
 	g.used, g.total = s.Used, s.Total
 	e.vals[0] = s.Used
-	if b, closed := g.h.add(s.T, e.vals[:1]); closed {
+	if b, closed := g.h.add(s.T, e.vals[:1], false); closed {
 		e.judgeGPU(g, g.h.bucketEnd(b))
 	}
 	return g.res
