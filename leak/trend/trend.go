@@ -19,8 +19,10 @@
 // risen in each of the last three buckets at FastRate or more over a quiet floor; or,
 // for very slow leaks, when the long window's envelope rises at SlowRate or more
 // without slowing down. Except near a full GPU, a rise that goes ever slower (a cache
-// filling to its budget) is not growth. Growth ends as soon as the judged window no
-// longer shows it.
+// filling to its budget) is not growth; nor is a rise of a process whose samples no
+// longer come back to its floor as they did while it had idle moments (a server never
+// idle any more: its floor is the least load in flight). Growth ends as soon as the
+// judged window no longer shows it.
 package trend
 
 import (
