@@ -276,10 +276,19 @@ func Classes() []Class {
 	// A day's traffic on a server that allocates per request: once the server has no
 	// idle moment left, its floor is the least load in flight and climbs with the load for
 	// an hour, as smoothly as a slow leak (see Traffic).
-	add("load_diurnal", "traffic that climbs for 30–90 min to a mean of 4–40 requests in flight of 20–300 MiB each, holds 10–40 min and falls back: the floor rises with the load once no bucket has an idle moment", false,
+	diurnal := func(r *rand.Rand, s *Spec) {
+		s.Traffic = &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
+			Peak: uniform(r, 4, 40), Req: uniform(r, 20, 300)}
+	}
+	add("load_diurnal", "traffic that climbs for 30–90 min to a mean of 4–40 requests in flight of 20–300 MiB each, holds 10–40 min and falls back: the floor rises with the load once no bucket has an idle moment", false, diurnal)
+	// Its twin: a leak under the same day, from before the climb to well into it, so
+	// that the test of idle moments, which holds a rise while the server is never idle,
+	// is measured on what it costs a leak.
+	add("load_diurnal_leak", "the same traffic over a leak of 2–20 MiB/min from 10 min before the climb to half way up it", true,
 		func(r *rand.Rand, s *Spec) {
-			s.Traffic = &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
-				Peak: uniform(r, 4, 40), Req: uniform(r, 20, 300)}
+			diurnal(r, s)
+			s.Leak, s.Rate = LinearLeak, uniform(r, 2, 20)
+			s.Onset = s.Traffic.At + minutes(uniform(r, -10, s.Traffic.Rise.Minutes()/2))
 		})
 
 	// Long generations on a server that allocates each request's key-value cache as it

@@ -612,6 +612,13 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	urgent := func(v *view) bool {
 		return haveLeft && v.fastRate > 0 && left < urgentWindows*v.fastRate*cfg.ShortWindow.Seconds()
 	}
+	// filling: at the judged window's pace the GPU runs out within urgentWindows short
+	// windows. A rise is then not held for the idle moments its process lost (see
+	// track): a leak under a saturated server must still page, and forecast, before the
+	// out-of-memory error.
+	filling := func(v *view) bool {
+		return haveLeft && v.judge.ok && v.judge.slope > 0 && left < urgentWindows*v.judge.slope/cfg.Bucket.Seconds()*cfg.ShortWindow.Seconds()
+	}
 	if !p.settled {
 		for _, c := range paging {
 			v := &views[c]
@@ -643,7 +650,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		e.track(&p.grow[c], v, now, urgent(v))
+		e.track(&p.grow[c], v, now, urgent(v), filling(v))
 		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
 			// Growth seen on the newest half of the window: until the whole window's line
 			// catches up (most of it is before the onset, and it may still be flat), the
@@ -766,7 +773,7 @@ func (e *Engine) qualifies(f fitResult) bool {
 // two exactly like a steep leak, and drops back (measured: on three buckets, without the
 // memory-left condition, the fast rule paged on 52 of 100 saturated bursts): on a roomy
 // GPU a minute more costs little, a false page costs the alert.
-func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
 	if !v.present {
@@ -833,7 +840,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
-	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing && !v.idleLost:
+	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing && !(v.idleLost && !filling):
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
@@ -843,7 +850,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !v.idleLost:
+	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !(v.idleLost && !filling):
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a
@@ -853,7 +860,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent bool) {
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !v.idleLostLong:
+	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	}
 }
@@ -884,7 +891,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds())
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false)
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true

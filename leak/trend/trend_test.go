@@ -1253,3 +1253,26 @@ func TestLoadClimbLosesIdleMoments(t *testing.T) {
 		t.Errorf("%d of 10 load climbs paged, want none", paged)
 	}
 }
+
+// TestLeakUnderSaturationNearFull: a 30 MiB/min leak that starts once a server is never
+// idle any more is held while its process lost its idle moments (see TestLoadClimbLoses
+// IdleMoments), but not where the GPU would run out within two short windows at its
+// pace: with 3 GiB free besides the idle working set, the saturated load's floor and
+// room for its largest request leave less than that, and it pages within 10 minutes of
+// its onset, with a forecast, long before the GPU is full (without the exception 1h13m
+// after its onset, 30 minutes before).
+func TestLeakUnderSaturationNearFull(t *testing.T) {
+	const gib = 1024 * mib
+	at, onset := 30*time.Minute, 75*time.Minute+7*time.Second
+	rng := rand.New(rand.NewPCG(5, 17))
+	alloc := climb(rng, line(4096*mib, 30*mib, onset), at, 30*time.Minute, 300*time.Minute, 20, 100)
+	free := 3.0 * gib
+	full := onset + time.Duration(free/(30*mib)*float64(time.Minute))
+	r := onGPU(alloc, free, full).run(t)
+	if a := r.alerted(0); a < onset || a > onset+10*time.Minute {
+		t.Fatalf("leak under saturation near full flagged at %s, want within 10 minutes of its onset %s:%s", a, onset, r)
+	}
+	if len(r.forecasts) == 0 || r.forecasts[0] > onset+10*time.Minute {
+		t.Errorf("forecast first at %v, want within 10 minutes of the onset %s", r.forecasts, onset)
+	}
+}
