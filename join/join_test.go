@@ -191,18 +191,25 @@ func TestJoinWithoutNVMLStillServesPushes(t *testing.T) {
 	}
 }
 
+// recordingJoiner is a Joiner over nv and ps with a trend engine at the defaults and a
+// trace recorder writing to the returned buffer.
+func recordingJoiner(t *testing.T, nv *fakeNVML, ps *fakePush, clk *clock.Fake) (*Joiner, *bytes.Buffer) {
+	t.Helper()
+	eng, err := trend.NewEngine(trend.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &bytes.Buffer{}
+	rec := NewTraceRecorder(bufio.NewWriter(out), 0)
+	return New(nv, ps, fakeFacts{}, Options{Clock: clk, Trend: eng, Recorder: rec}, zap.NewNop()), out
+}
+
 func TestJoinFeedsTrendAndRecorder(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	clk := clock.NewFake(start)
 	nv := &fakeNVML{snapshot(start)}
 	ps := &fakePush{[]push.Sender{sender(1, 100, start, push.Device{UUID: gpuA, Pools: []push.Pool{{Name: "torch", Allocated: GiB, Reserved: 1536 * MiB}}})}}
-	eng, err := trend.NewEngine(trend.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rec := NewTraceRecorder(bufio.NewWriter(&out), 0)
-	j := New(nv, ps, fakeFacts{}, Options{Clock: clk, Trend: eng, Recorder: rec}, zap.NewNop())
+	j, out := recordingJoiner(t, nv, ps, clk)
 	v := j.Tick()
 	p := find(t, v, 100, gpuA)
 	if !p.HasTrend || p.Trend.Verdict != trend.WarmingUp {
@@ -290,13 +297,7 @@ func TestPushRepeatMarked(t *testing.T) {
 	nv := &fakeNVML{snapshot(start)}
 	dev := push.Device{UUID: gpuA, Pools: []push.Pool{{Name: "torch", Allocated: GiB, Reserved: 1536 * MiB}}}
 	ps := &fakePush{[]push.Sender{sender(1, 100, start, dev)}}
-	eng, err := trend.NewEngine(trend.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	rec := NewTraceRecorder(bufio.NewWriter(&out), 0)
-	j := New(nv, ps, fakeFacts{}, Options{Clock: clk, Trend: eng, Recorder: rec}, zap.NewNop())
+	j, out := recordingJoiner(t, nv, ps, clk)
 	tick := func(at time.Time) bool {
 		t.Helper()
 		clk.Advance(time.Second)
