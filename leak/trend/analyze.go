@@ -384,28 +384,29 @@ func idle(h *history, ns int64) (now, ever bool) {
 	}
 }
 
-// idleOver is idle's test over stretches of m buckets, newest first; sure says whether
-// the newest was due idleExpect returns, without which it says nothing of now.
+// idleOver is idle's test over stretches of m buckets, newest first (at most the newest
+// 48, which bounds the work at any settings); sure says whether the newest was due
+// idleExpect returns, without which it says nothing of now.
 func idleOver(h *history, m int64) (now, ever, sure bool) {
-	var rs, os [2 * longBlocks]int // each stretch's returns, and its samples after the first
+	var rets, obs [2 * longBlocks]int // each stretch's returns, and its samples after the first
 	k, best := 0, 0.0
 	nl := int64(len(h.idx))
-	for end := h.last; end-m >= h.last-nl && k < len(rs); end -= m {
+	for end := h.last; end-m >= h.last-nl && k < len(rets); end -= m {
 		var r, o int
 		for b := end - m + 1; b <= end; b++ {
 			if ri, oi, ok := h.idleOf(b); ok {
 				r, o = r+ri, o+oi
 			}
 		}
-		rs[k], os[k] = r, o
+		rets[k], obs[k] = r, o
 		if int64(o) >= m {
 			best = math.Max(best, float64(r)/float64(o))
 		}
 		k++
 	}
 	for i := range k {
-		due := best * float64(os[i])
-		lost := due >= idleExpect && 4*float64(rs[i]) <= due
+		due := best * float64(obs[i])
+		lost := due >= idleExpect && 4*float64(rets[i]) <= due
 		if i == 0 {
 			now, sure = lost, due >= idleExpect
 		}
@@ -419,7 +420,8 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // quiet (its envelope within sig: busy buckets that came back do not count). rate is the pace of the
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
 // bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
-// let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track).
+// let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track);
+// gone, that the rise's buckets lost the idle moments of the quiet window, vetoes both.
 func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even, gone bool) {
 	cfg := &e.cfg
 	n := len(xs)

@@ -32,8 +32,8 @@ type history struct {
 	// For one column (idleCol, −1 for none), over the long window at idx's slots: how many
 	// samples of each bucket after its first (seen) came back to within restTol of the
 	// bucket's floor once the floor's own pace is taken off (rest): the process's idle
-	// moments, several to a bucket while it has any (see idleLost in analyze). At most 255
-	// counted a bucket.
+	// moments, several to a bucket while it has any (see idle in analyze). Of a bucket's
+	// first idleCap samples.
 	idleCol    int
 	rest, seen []uint8
 
@@ -112,11 +112,11 @@ func (h *history) bucketEnd(b int64) time.Time {
 }
 
 // add folds one sample into the current bucket; fresh says whether the idle column's
-// value is a new measurement (not a push the daemon already fed), which the idle count
-// wants. It reports the index of the bucket it
-// closed, if the sample belongs to a later bucket. Samples older than the current bucket
-// (clock steps, reordering) are folded into the current one: dropping them would lose a
-// floor, and they are at most a bucket late in practice.
+// value is a new measurement (not a push the daemon already fed), which is all the idle
+// count takes. It reports the index of the bucket it closed, if the sample belongs to a
+// later bucket. Samples older than the current bucket (clock steps, reordering) are
+// folded into the current one: dropping them would lose a floor, and they are at most a
+// bucket late in practice.
 func (h *history) add(t time.Time, vals []float64, fresh bool) (closed int64, ok bool) {
 	b := h.bucketOf(t)
 	if h.curOpen && b > h.cur {

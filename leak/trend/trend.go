@@ -773,6 +773,12 @@ func (e *Engine) qualifies(f fitResult) bool {
 // two exactly like a steep leak, and drops back (measured: on three buckets, without the
 // memory-left condition, the fast rule paged on 52 of 100 saturated bursts): on a roomy
 // GPU a minute more costs little, a false page costs the alert.
+//
+// No rule starts growth on a rise of a process that lost its idle moments (see idle in
+// analyze: the newest buckets for the short, half-window and roomy fast rules, any
+// stretch of the long window for the slow rule, the rise's own buckets for the fast
+// rule), unless filling: at the judged pace the GPU runs out within urgentWindows short
+// windows, where a late page costs the out-of-memory error.
 func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
