@@ -692,6 +692,11 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
 	case allocFlat && sustained(colReserved):
 		v, reason = CacheGrowth, growthReason("reserved", p.grow[colReserved], now)+" while allocated is flat: the allocator cache is growing, normal if it plateaus"
+	case pushing && allocFlat && views[colAllocated].idleLost && e.qualifies(views[colAllocated].judge):
+		// Held by the test of idle moments (see track): on-call should see the rise and
+		// why it does not page, not "nothing rising".
+		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min, but no sample comes back to it as they did while the process had idle moments: "+
+			"the least load in flight of a server that is never idle, not judged a leak", views[colAllocated].judge.slope/cfg.Bucket.Seconds()/MiBPerMinute)
 	default:
 		v, reason = Steady, fmt.Sprintf("no floor rising faster than %.2g MiB/min with fit ≥ %.2g",
 			cfg.MinRate/MiBPerMinute, cfg.MinFit)

@@ -396,6 +396,7 @@ type change struct {
 
 type run struct {
 	changes   []change
+	reasons   []string        // every distinct reason given, in order
 	forecasts []time.Duration // elapsed times at which a forecast was valid
 	seconds   []float64       // its value then
 }
@@ -440,8 +441,21 @@ func (sc scenario) run(t *testing.T) run {
 			out.changes = append(out.changes, change{el, r.Verdict, r.Reason})
 			last = r.Verdict
 		}
+		if n := len(out.reasons); n == 0 || out.reasons[n-1] != r.Reason {
+			out.reasons = append(out.reasons, r.Reason)
+		}
 	}
 	return out
+}
+
+// reasonSaid says whether any verdict's reason contained s.
+func (r run) reasonSaid(s string) bool {
+	for _, c := range r.reasons {
+		if strings.Contains(c, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // first is the first time v was the verdict (-1: never).
@@ -1238,9 +1252,13 @@ func TestLoadClimbLosesIdleMoments(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 17))
 		alloc := climb(rng, flat(4096*mib), at, 60*time.Minute, 20*time.Minute, 20, 100)
-		if r := roomy(alloc, at+150*time.Minute).run(t); r.alerted(0) >= 0 {
+		r := roomy(alloc, at+150*time.Minute).run(t)
+		if r.alerted(0) >= 0 {
 			t.Logf("climb %d paged at %s:%s", seed, r.alerted(0), r)
 			paged++
+		}
+		if !r.reasonSaid("never idle") {
+			t.Errorf("climb %d: no steady verdict said why the rising floor does not page:%s", seed, r)
 		}
 		onset := at + 7*time.Second
 		leak := climb(rng, line(4096*mib, 3*mib, onset), at, 0, 0, 0, 100)
