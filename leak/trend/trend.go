@@ -361,6 +361,9 @@ type growState struct {
 	line  bool // it started as a line (most buckets rising), not a staircase
 	early bool // it started on the newest half of the short window (see track)
 	roomy bool // the fast rule started it on a rise clear of load, not on urgency
+	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
+	// would have started growth on but for the idle moments its process lost; 0 if none.
+	held float64
 }
 
 // smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
@@ -609,16 +612,17 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 
 	age := now.Sub(p.first)
 	left, haveLeft := e.memoryLeft(uuid)
-	urgent := func(v *view) bool {
-		return haveLeft && v.fastRate > 0 && left < urgentWindows*v.fastRate*cfg.ShortWindow.Seconds()
+	// runsOut: at rate (bytes per second) the GPU's memory left lasts less than
+	// urgentWindows short windows.
+	runsOut := func(rate float64) bool {
+		return haveLeft && rate > 0 && left < urgentWindows*rate*cfg.ShortWindow.Seconds()
 	}
-	// filling: at the judged window's pace the GPU runs out within urgentWindows short
-	// windows. A rise is then not held for the idle moments its process lost (see
+	// urgent: at the pace of the newest buckets (the fast rule's). filling: at the judged
+	// window's; a rise is then not held for the idle moments its process lost (see
 	// track): a leak under a saturated server must still page, and forecast, before the
 	// out-of-memory error.
-	filling := func(v *view) bool {
-		return haveLeft && v.judge.ok && v.judge.slope > 0 && left < urgentWindows*v.judge.slope/cfg.Bucket.Seconds()*cfg.ShortWindow.Seconds()
-	}
+	urgent := func(v *view) bool { return runsOut(v.fastRate) }
+	filling := func(v *view) bool { return v.judge.ok && runsOut(v.judge.slope/cfg.Bucket.Seconds()) }
 	if !p.settled {
 		for _, c := range paging {
 			v := &views[c]
@@ -690,13 +694,14 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		v, reason = Leak, growthReason("used floor", p.grow[colUsed], now)+"; the process pushes no allocator stats, so this is NVML's view"
 	case allocFlat && sustained(colUnattributed):
 		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
+	case pushing && p.grow[colAllocated].held > 0:
+		// Held by the test of idle moments (see track): on-call should see the rise and
+		// why it does not page, not "nothing rising", nor the cache that rises with it
+		// read as growing while allocated is flat.
+		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min, but no sample comes back to it as they did while the process had idle moments: "+
+			"the least load in flight of a server that is never idle, not judged a leak", p.grow[colAllocated].held/MiBPerMinute)
 	case allocFlat && sustained(colReserved):
 		v, reason = CacheGrowth, growthReason("reserved", p.grow[colReserved], now)+" while allocated is flat: the allocator cache is growing, normal if it plateaus"
-	case pushing && allocFlat && views[colAllocated].idleLost && e.qualifies(views[colAllocated].judge):
-		// Held by the test of idle moments (see track): on-call should see the rise and
-		// why it does not page, not "nothing rising".
-		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min, but no sample comes back to it as they did while the process had idle moments: "+
-			"the least load in flight of a server that is never idle, not judged a leak", views[colAllocated].judge.slope/cfg.Bucket.Seconds()/MiBPerMinute)
 	default:
 		v, reason = Steady, fmt.Sprintf("no floor rising faster than %.2g MiB/min with fit ≥ %.2g",
 			cfg.MinRate/MiBPerMinute, cfg.MinFit)
@@ -848,10 +853,15 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		}
 		return
 	}
+	// The short rule's two starts, and whether the lost idle moments hold them.
+	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing
+	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing
+	held := v.idleLost && !filling
+	*g = growState{}
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
-	case e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing && !(v.idleLost && !filling):
+	case shortRise && !held:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
@@ -861,7 +871,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
-	case e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !(v.idleLost && !filling):
+	case halfRise && !held:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a
@@ -873,6 +883,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
+	case held && shortRise:
+		g.held = v.judge.slope / b
+	case held && halfRise:
+		g.held = v.half.slope / b
 	}
 }
 
