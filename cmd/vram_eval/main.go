@@ -4,6 +4,7 @@
 //	go run ./cmd/vram_eval                      # print the report
 //	go run ./cmd/vram_eval -generate            # rewrite leak/eval/testdata from the seeded generator
 //	go run ./cmd/vram_eval -seeds 100           # the report, then every class over 100 seeds
+//	go run ./cmd/vram_eval -seeds 100 -stress   # the classes drawn outside the ranges the detector was built on
 //	go run ./cmd/vram_eval -class gc_sawtooth -seed 7   # one class's trace for one seed, as a table
 package main
 
@@ -30,6 +31,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("classes", "", "with -seeds: only the classes whose name matches this regular expression")
 	class := fs.String("class", "", "print the verdict changes of one class's trace for -seed, instead of the report")
 	seed := fs.Uint64("seed", 1, "with -class: the seed")
+	stress := fs.Bool("stress", false, "with -seeds: sweep the classes drawn outside the ranges the detector was built on (eval.Stress) instead")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -73,7 +75,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		keep = func(c eval.Class) bool { return re.MatchString(c.Name) }
 	}
-	rs, err := eval.Sweep(eval.SweepOptions{Seeds: eval.Seeds(*seeds), Config: cfg, Setting: rep.Best, Keep: keep})
+	opts := eval.SweepOptions{Seeds: eval.Seeds(*seeds), Config: cfg, Setting: rep.Best, Keep: keep}
+	if *stress {
+		opts.Classes = eval.Stress()
+	}
+	rs, err := eval.Sweep(opts)
 	if err != nil {
 		return fail(err)
 	}

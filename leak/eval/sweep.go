@@ -69,14 +69,19 @@ type SweepOptions struct {
 	Config  trend.Config // the suite's settings (Label.Trend overrides them per trace)
 	Setting Setting      // the baseline's setting, scaled for short-scale traces
 	Keep    func(Class) bool
-	Workers int // 0: GOMAXPROCS
+	Workers int     // 0: GOMAXPROCS
+	Classes []Class // nil: Classes()
 }
 
 // Sweep generates every class with every seed, in memory, and scores our engine (and
 // the baseline at opts.Setting) on each trace, through the same replay the report uses.
 func Sweep(opts SweepOptions) ([]ClassResult, error) {
+	all := opts.Classes
+	if all == nil {
+		all = Classes()
+	}
 	var classes []Class
-	for _, c := range Classes() {
+	for _, c := range all {
 		if opts.Keep == nil || opts.Keep(c) {
 			classes = append(classes, c)
 		}
@@ -290,7 +295,7 @@ func seedList(s []uint64) string {
 // ShowClass replays one class's trace for one seed and prints its verdict changes (and
 // GPU forecast lines) as a table: the way to see why a seed of the sweep scored as it did.
 func ShowClass(name string, seed uint64, cfg trend.Config, w io.Writer) error {
-	for _, c := range Classes() {
+	for _, c := range append(Classes(), Stress()...) {
 		if c.Name != name {
 			continue
 		}
@@ -309,5 +314,5 @@ func ShowClass(name string, seed uint64, cfg trend.Config, w io.Writer) error {
 			fmtDur(time.Duration(l.StopSeconds*float64(time.Second))), fmtDur(s.Cadence))
 		return showBytes(buf.Bytes(), tcfg, w)
 	}
-	return fmt.Errorf("no class called %q", name)
+	return fmt.Errorf("no class called %q; `vram_eval -seeds 1` lists the classes, `-stress -seeds 1` those outside the built ranges", name)
 }

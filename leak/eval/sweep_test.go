@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -172,5 +173,41 @@ func TestSaturatedBurstIdleGone(t *testing.T) {
 	}
 	if rs[0].FalseAlarms != 0 || rs[0].Forecasts != 0 {
 		t.Errorf("saturated_burst_near_full seed 12: %d false alarms, %d forecasts, want none", rs[0].FalseAlarms, rs[0].Forecasts)
+	}
+}
+
+// The stress classes are swept in place of Classes when asked, each named apart from
+// them, and a seed of one can be shown like any class's. They are not held to the
+// targets: they measure how far outside the built ranges the detector holds.
+func TestStressClasses(t *testing.T) {
+	names := map[string]bool{}
+	for _, c := range Classes() {
+		names[c.Name] = true
+	}
+	stress := Stress()
+	for _, c := range stress {
+		if names[c.Name] {
+			t.Errorf("stress class %s shares its name with another class", c.Name)
+		}
+		names[c.Name] = true
+	}
+	rs, err := Sweep(SweepOptions{Seeds: []uint64{1}, Config: trend.DefaultConfig(), Classes: stress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(stress) {
+		t.Fatalf("swept %d classes, want the %d stress classes", len(rs), len(stress))
+	}
+	for i, r := range rs {
+		if r.Class.Name != stress[i].Name || r.Traces != 1 {
+			t.Errorf("result %d: %s with %d traces, want %s with 1", i, r.Class.Name, r.Traces, stress[i].Name)
+		}
+	}
+	var buf bytes.Buffer
+	if err := ShowClass(stress[0].Name, 1, trend.DefaultConfig(), &buf); err != nil || !strings.Contains(buf.String(), stress[0].Name+" seed 1") {
+		t.Errorf("ShowClass(%s): %v\n%s", stress[0].Name, err, buf.String())
+	}
+	if err := ShowClass("no_such_class", 1, trend.DefaultConfig(), &buf); err == nil || !strings.Contains(err.Error(), "-stress") {
+		t.Errorf("ShowClass of an unknown class: %v, want an error that says where the classes are listed", err)
 	}
 }

@@ -616,16 +616,31 @@ func (s *scratch) slowing(x, y []float64, sig, sigma float64) bool {
 	}
 	// From the bucket after the foot's: the rise's first bucket holds only part of it
 	// (it began somewhere in that bucket), which would read as a slower older half.
-	x, y = x[min(foot+1, len(x)):], y[min(foot+1, len(y)):]
+	if s.slower(x[min(foot+1, len(x)):], y[min(foot+1, len(y)):], sigma) {
+		return true
+	}
+	// And over the whole span, from before the foot: where the floors' noise (σ, and so
+	// sig) is large next to a slow fill's rise per bucket, as on a cache filled in
+	// steps, the foot lies minutes into a rise that began before the span and cuts its
+	// steepest part off the older half. Taking the whole span only adds slower floors
+	// to the older half where a rise began within it, so it never makes a leak's rise,
+	// which keeps its pace from its onset, read as slowing.
+	return foot > 0 && s.slower(x, y, sigma)
+}
+
+// slower says whether a robust line through the newer half of the floors (x, y) rises at
+// less than steadyPace of one through the older half, which rises, by more than what
+// noise does to two slopes.
+func (s *scratch) slower(x, y []float64, sigma float64) bool {
 	n := len(x)
 	if n < 2*slowingPoints {
 		return false
 	}
 	older := s.repeatedMedian(x[:n/2], y[:n/2])
 	newer := s.repeatedMedian(x[n/2:], y[n/2:])
-	// Beyond what noise does to two slopes: each half's slope has a standard error of
-	// about σ·√(12/(m³−m)) for m floors a bucket apart (1.2 times that for a robust
-	// slope), their difference √2 times that; it must exceed two of those.
+	// Each half's slope has a standard error of about σ·√(12/(m³−m)) for m floors a
+	// bucket apart (1.2 times that for a robust slope), their difference √2 times that;
+	// it must exceed two of those.
 	m := float64(n / 2)
 	se := 1.2 * math.Sqrt2 * sigma * math.Sqrt(12/(m*m*m-m))
 	return older > 0 && newer < steadyPace*older && older-newer > 2*se
