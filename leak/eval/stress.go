@@ -110,6 +110,11 @@ func Stress() []Class {
 			s.Leak, s.Rate, s.Onset = LinearLeak, math.Exp(uniform(r, math.Log(50), math.Log(3000))), minutes(uniform(r, 15, 90))
 			s.Duration = s.Onset + 30*time.Minute
 		})
+	add("leak_early", "a leak of 1–50 MiB/min from minute 11–25, soon after the warm-up", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1, 50), minutes(uniform(r, 11, 25))
+			s.Duration = s.Onset + time.Hour
+		})
 	add("step_leak_sparse", "a leak of 32–512 MiB every 3–12 min from minute 30–60 (a cache keyed by something unbounded)", true,
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.StepSize, s.StepEvery, s.Onset = StepLeak, uniform(r, 32, 512), minutes(uniform(r, 3, 12)), minutes(uniform(r, 30, 60))

@@ -361,6 +361,7 @@ type growState struct {
 	line  bool // it started as a line (most buckets rising), not a staircase
 	early bool // it started on the newest half of the short window (see track)
 	roomy bool // the fast rule started it on a rise clear of load, not on urgency
+	steep bool // it started at FastRate or faster (see youngHold)
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost; 0 if none.
 	held float64
@@ -376,8 +377,22 @@ const smoothNoise = 5
 const earlyPersist = 2
 
 // probation is how many short windows after the warm-up a staircase must also persist
-// for a short window before it pages (see judge).
+// for a short window before it pages, and a steep rise for youngHold (see judge).
 const probation = 2
+
+// youngHold is how many short windows a steep rise (FastRate or faster) that starts within
+// probation short windows of a flat warm-up's end must go on before it pages, unless
+// the GPU is about to run out: half of one. A young process's caches fill as traffic
+// first arrives (prefixes, compiled shapes, tensors kept for reuse), fast at first and
+// ever slower, and its first long generations grow their caches as steeply as a leak;
+// a few minutes more let the test of slowing see a fill slow down (see slowing) and a
+// generation end. Measured on seeds 1–100 (docs/leak-detection.md, round 7):
+// cache_fill_smooth 15 → 2 pages, long_generation 11 → 6, no leak class of the default
+// settings slower (their onsets are later), cuda_context_short_leak (scaled settings,
+// leaks from minute 3–8) 1m22s → 1m49s median; holding every rise, not only steep
+// ones, put the 10 MiB/min leaks that start soon after the warm-up at 8m46s instead of
+// 4m56s (vram_eval -stress, x_leak_early).
+const youngHold = 0.5
 
 func (g growState) growing() bool { return g.rule != ruleNone }
 
@@ -663,30 +678,67 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		}
 	}
 	settledAt := p.h.bucketEnd(p.settledAt)
-	sustained := func(c int) bool {
+	// wait is how much longer column c's growth must go on before it pages, and why: 0
+	// once it may; -1 when nothing grows.
+	wait := func(c int) (time.Duration, string) {
 		g := &p.grow[c]
 		if !views[c].present || !g.growing() {
-			return false
+			return -1, ""
 		}
-		need := cfg.MinDuration
-		if p.settledFlat && g.rule == ruleShort && !g.line && g.since.Sub(settledAt) < probation*cfg.ShortWindow {
+		need, why := cfg.MinDuration, "the configured min_duration"
+		young := p.settledFlat && g.since.Sub(settledAt) < probation*cfg.ShortWindow
+		if young && g.rule == ruleShort && !g.line {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter
 			// loaded on demand after a pause) than leaking; such a staircase must keep
 			// going for a short window before it pages. A line does not wait.
-			need = max(need, cfg.ShortWindow)
+			if d := cfg.ShortWindow; d > need {
+				need, why = d, "a young process's floors that step up again soon after its warm-up are more likely caches still filling"
+			}
+		}
+		if young && g.steep && (g.rule == ruleShort || g.roomy) {
+			// A young process's steep rise on a GPU with room (see youngHold). Urgency
+			// does not wait: the fast rule takes over (see track).
+			if d := time.Duration(youngHold * float64(cfg.ShortWindow)); d > need {
+				need, why = d, "a young process's steep rise is more likely a cache filling as traffic first arrives, which slows down"
+			}
 		}
 		if g.early {
 			// A rise seen on half a window must go on for earlyPersist before it pages:
 			// a saturated burst's floor ramps for a few minutes, then holds.
-			need = max(need, earlyPersist*cfg.Bucket)
+			if d := earlyPersist * cfg.Bucket; d > need {
+				need, why = d, "a rise seen on half a window must go on before it pages"
+			}
 		}
-		return now.Sub(g.since) >= need
+		return max(need-now.Sub(g.since), 0), why
+	}
+	sustained := func(c int) bool {
+		left, _ := wait(c)
+		return left == 0
 	}
 	allocFlat := !p.grow[colAllocated].growing()
 
 	var v Verdict
 	var reason string
+	// pending: a paging series grows but has not gone on long enough to page (see wait).
+	// On-call sees the rise, and how long and why it waits, not "nothing rising".
+	pending := func(v *Verdict, reason *string) bool {
+		cols := []int{colUsed}
+		what := []string{"used floor"}
+		if pushing {
+			cols, what = []int{colAllocated}, []string{"allocated floor"}
+			if allocFlat {
+				cols, what = append(cols, colUnattributed), append(what, "memory outside the allocator (used − reserved)")
+			}
+		}
+		for i, c := range cols {
+			if left, why := wait(c); left > 0 {
+				*v, *reason = Steady, fmt.Sprintf("%s, not paged for %s more: %s", growthReason(what[i], p.grow[c], now), durfmt.Format(left), why)
+				return true
+			}
+		}
+		return false
+	}
 	switch {
 	case pushing && sustained(colAllocated):
 		v, reason = Leak, growthReason("allocated floor", p.grow[colAllocated], now)
@@ -694,6 +746,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		v, reason = Leak, growthReason("used floor", p.grow[colUsed], now)+"; the process pushes no allocator stats, so this is NVML's view"
 	case allocFlat && sustained(colUnattributed):
 		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
+	case pending(&v, &reason):
 	case pushing && p.grow[colAllocated].held > 0:
 		// Held by the test of idle moments (see track): on-call should see the rise and
 		// why it does not page, not "nothing rising", nor the cache that rises with it
@@ -810,9 +863,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && !v.decel && f.rise >= v.sig &&
 			v.recent.ok && v.recent.slope/b >= rate/2
 	}
-	if g.growing() && g.rule != ruleFast && v.fast && v.rigid && v.even && !v.idleGone && urgent {
-		// The GPU is about to run out: the fast rule takes over growth another rule
-		// started (and may still have to confirm), and pages now.
+	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && !v.idleGone && urgent {
+		// The GPU is about to run out: the fast rule takes over growth another rule (or
+		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
 		return
 	}
@@ -860,7 +913,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	*g = growState{}
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
-		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent}
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true}
 	case shortRise && !held:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
@@ -870,7 +923,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		// flight at any slope: a load ramp's climb and hold fit a line over the short
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
-		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line}
+		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line, steep: v.judge.slope/b >= cfg.FastRate}
 	case halfRise && !held:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
@@ -880,7 +933,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		// tests of load tell it from one (measured on 100 seeds: without this bound 4 more
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
-		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
+		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true, steep: v.half.slope/b >= cfg.FastRate}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	case held && shortRise:

@@ -1161,13 +1161,14 @@ func TestSmoothFillSlowsDown(t *testing.T) {
 // MiB/min at first) rises as steeply, as rigidly and for as many buckets as a fast leak
 // when the fast rule could page on it, but its pace has fallen by a third by then (see
 // slowing): it stays quiet, while a 300 MiB/min leak under the same traffic pages within
-// 5 minutes (measured: without the test the fill pages at 28m30s).
+// 5 minutes (measured: without the test the fill pages at 39m). Both start after the
+// young process's hold of steep rises (see youngHold), which would hold either.
 func TestSteepFillSlowsDown(t *testing.T) {
-	at := 25*time.Minute + 7*time.Second
-	if r := roomy(sawtooth(fill(4096*mib, 2048*mib, 4*time.Minute, at), 600*mib), 60*time.Minute).run(t); r.alerted(0) >= 0 {
+	at := 35*time.Minute + 7*time.Second
+	if r := roomy(sawtooth(fill(4096*mib, 2048*mib, 4*time.Minute, at), 600*mib), 70*time.Minute).run(t); r.alerted(0) >= 0 {
 		t.Errorf("a steep fill paged at %s:%s", r.alerted(0), r)
 	}
-	r := roomy(sawtooth(line(4096*mib, 300*mib, at), 600*mib), 45*time.Minute).run(t)
+	r := roomy(sawtooth(line(4096*mib, 300*mib, at), 600*mib), 55*time.Minute).run(t)
 	if a := r.alerted(0); a < at || a > at+5*time.Minute {
 		t.Errorf("a 300 MiB/min leak paged at %s, want within 5 minutes of %s:%s", a, at, r)
 	}
@@ -1287,5 +1288,32 @@ func TestLeakUnderSaturationNearFull(t *testing.T) {
 	r.pagedWithin(t, onset, 0, 10*time.Minute, "allocated floor rising")
 	if len(r.forecasts) == 0 || r.forecasts[0] > onset+10*time.Minute {
 		t.Errorf("forecast first at %v, want within 10 minutes of the onset %s", r.forecasts, onset)
+	}
+}
+
+// TestYoungSteepRiseHeld: soon after its warm-up a process's steep rise on a GPU with room
+// must go on for half a short window more before it pages (see youngHold): a cache of
+// 2 GiB filling with τ 8 minutes from minute 14, which the fast rule's run and the short
+// window take for a leak before it has slowed measurably, stays quiet (it pages at 18m
+// without the hold); a 300 MiB/min leak from the same minute pages once the hold is over,
+// saying meanwhile that it waits and why; and a leak that runs the GPU out within two
+// short windows part way through the hold pages then, not after it.
+func TestYoungSteepRiseHeld(t *testing.T) {
+	at := 14*time.Minute + 7*time.Second
+	base := func(f func(time.Duration) float64) func(time.Duration) float64 { return sawtooth(f, 600*mib) }
+	if r := roomy(base(fill(4096*mib, 2048*mib, 8*time.Minute, at)), 60*time.Minute).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a young process's cache fill paged at %s:%s", r.alerted(0), r)
+	}
+	hold := time.Duration(youngHold * float64(DefaultConfig().ShortWindow))
+	r := roomy(base(line(4096*mib, 300*mib, at)), 40*time.Minute).run(t)
+	r.pagedWithin(t, at, hold, hold+5*time.Minute, "beyond what load explains")
+	if !r.reasonSaid("not paged for") || !r.reasonSaid("more likely a cache filling") {
+		t.Errorf("while held, no reason said it waits and why:%s", r)
+	}
+	// 7.5 GiB free at 300 MiB/min: roomy at the onset, within two short windows of full
+	// (6000 MiB left) 5.6 minutes after it.
+	urgent := onGPU(base(line(4096*mib, 300*mib, at)), 7.5*1024*mib, 40*time.Minute).run(t)
+	if a := urgent.alerted(0); a < at || a > at+7*time.Minute {
+		t.Errorf("a leak filling the GPU within two short windows flagged at %s, want within 7 minutes of %s, held no longer:%s", a, at, urgent)
 	}
 }
