@@ -2,7 +2,9 @@
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
 # trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
 # slower to a 1.5 GiB budget, a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
-# and a fast leak (400 MiB/min for 90 s, stopped long before the GPU is full), the
+# and a fast leak (400 MiB/min for FAST_SECONDS, 180 by default: 1.2 GiB, stopped long
+# before the GPU is full; a young process's steep rise waits half a short window more
+# before it pages, so 90 s, as before round 7, ended before the fast rule could page), the
 # burst and both leaks from LEAK_ONSET seconds in. Triage runs while they do; then the
 # trace is replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
 # scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its onset: a
@@ -12,18 +14,19 @@
 # 240), the pids array, fail, scrape.
 # shellcheck shell=bash disable=SC2154,SC2034 # variables of gpu-e2e.sh, read and set there
 LEAK_ONSET=${LEAK_ONSET:-240}
+FAST_SECONDS=${FAST_SECONDS:-180}
 echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
-if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + 90))" ]; then
-  echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under 90 s after LEAK_ONSET=$LEAK_ONSET to see the leaks"
+if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + FAST_SECONDS))" ]; then
+  echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under FAST_SECONDS=$FAST_SECONDS after LEAK_ONSET=$LEAK_ONSET to see the leaks"
   fail=1
 fi
 loops=()
 metas=()
 : > "$OUT/trace-pids.txt"
 for mode in staircase cache_fill burst healthy nvml_only slow_leak fast_leak; do
-  # fast_leak: 400 MiB/min for 90 s, some 600 MiB, then it holds what it has.
+  # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has.
   python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
-    --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + 90))" --hold 120 --meta "$OUT/loop-$mode.json" \
+    --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + FAST_SECONDS))" --hold 120 --meta "$OUT/loop-$mode.json" \
     > "$OUT/loop-$mode.log" 2>&1 &
   loops+=("$!")
   pids+=("$!")
