@@ -213,3 +213,23 @@ func TestStressClasses(t *testing.T) {
 		t.Errorf("ShowClass of an unknown class: %v, want an error that says where the classes are listed", err)
 	}
 }
+
+// TestYoungLeakNearFullNotHeld: seed 106 of fast_leak_near_full leaks 166 MiB/min from
+// 20 minutes in, sampled every 10 s, while its process is young: the short rule starts
+// growth on it, and the urgent fast rule cannot take over (its flushing cache keeps the
+// floor from climbing rigidly and evenly). At the judged pace the GPU runs out within two
+// short windows, so the young process's hold of a steep rise (trend's youngHold) must not
+// apply: without that exception the GPU ran out unflagged.
+func TestYoungLeakNearFullNotHeld(t *testing.T) {
+	rs, err := Sweep(SweepOptions{Seeds: []uint64{106}, Config: trend.DefaultConfig(),
+		Keep: func(c Class) bool { return c.Name == "fast_leak_near_full" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Traces != 1 {
+		t.Fatalf("want one trace of fast_leak_near_full, got %+v", rs)
+	}
+	if r := rs[0]; r.Missed != 0 || r.NoLead != 0 {
+		t.Errorf("fast_leak_near_full seed 106: %d missed, %d out-of-memory errors without a forecast before them, want none", r.Missed, r.NoLead)
+	}
+}

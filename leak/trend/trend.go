@@ -390,8 +390,9 @@ const probation = 2
 // cache_fill_smooth 15 → 2 pages, long_generation 11 → 6, no leak class of the default
 // settings slower (their onsets are later), cuda_context_short_leak (scaled settings,
 // leaks from minute 3–8) 1m22s → 1m49s median; holding every rise, not only steep
-// ones, put the 10 MiB/min leaks that start soon after the warm-up at 8m46s instead of
-// 4m56s (vram_eval -stress, x_leak_early).
+// ones, put leaks of 1–50 MiB/min that start soon after the warm-up at 8m46s median
+// instead of 4m56s (vram_eval -stress, x_leak_early). The half-window start is slower
+// than FastRate by its own test, so only the short and the roomy fast rules' are steep.
 const youngHold = 0.5
 
 func (g growState) growing() bool { return g.rule != ruleNone }
@@ -696,9 +697,11 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 				need, why = d, "a young process's floors that step up again soon after its warm-up are more likely caches still filling"
 			}
 		}
-		if young && g.steep && (g.rule == ruleShort || g.roomy) {
+		if v := &views[c]; young && g.steep && (g.rule == ruleShort || g.roomy) && !urgent(v) && !filling(v) {
 			// A young process's steep rise on a GPU with room (see youngHold). Urgency
-			// does not wait: the fast rule takes over (see track).
+			// does not wait: at the pace of its newest buckets or of the judged window
+			// the GPU runs out within two short windows (and the urgent fast rule takes
+			// over where it can, see track).
 			if d := time.Duration(youngHold * float64(cfg.ShortWindow)); d > need {
 				need, why = d, "a young process's steep rise is more likely a cache filling as traffic first arrives, which slows down"
 			}
@@ -933,7 +936,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		// tests of load tell it from one (measured on 100 seeds: without this bound 4 more
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
-		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true, steep: v.half.slope/b >= cfg.FastRate}
+		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	case held && shortRise:
