@@ -114,14 +114,7 @@ func classRand(seed uint64, class string) *rand.Rand {
 // stable order.
 func Classes() []Class {
 	var out []Class
-	add := func(name, note string, leak bool, f func(r *rand.Rand, s *Spec)) {
-		out = append(out, Class{Name: name, Note: note, Leak: leak, Make: func(seed uint64) Spec {
-			r := classRand(seed, name)
-			s := server(r, name, seed)
-			f(r, &s)
-			return s
-		}})
-	}
+	add := adder(&out, "")
 
 	// 1. Bounded staircases right after the warm-up, and the ones that never stop: fill
 	// draws the look-alike's steps and returns when its fill ends; the twin keeps
@@ -171,10 +164,7 @@ func Classes() []Class {
 	}
 	add("gc_sawtooth", "garbage of 5–60 MiB/min freed by the cyclic collector every 6–14 min: every ramp a clean line, no net growth", false, gc)
 	add("gc_sawtooth_rising_floor", "the same sawtooth over a leak of 1–20 MiB/min from minute 30–60: the floor after each collection rises", true,
-		func(r *rand.Rand, s *Spec) {
-			gc(r, s)
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1, 20), minutes(uniform(r, 30, 60))
-		})
+		withLeak(gc, 1, 20, 30, 60))
 
 	// 4. A saturated server: the floor rises with load for minutes, then drops back.
 	saturate := func(r *rand.Rand, s *Spec) {
@@ -205,10 +195,7 @@ func Classes() []Class {
 	add("cuda_context_short_used_only", "the same fresh process, pushing nothing (NVML only)", false,
 		func(r *rand.Rand, s *Spec) { cuda(r, s); s.Push = false })
 	add("cuda_context_short_leak", "the same fresh process, then a leak of 20–200 MiB/min from minute 3–8 (scaled settings)", true,
-		func(r *rand.Rand, s *Spec) {
-			cuda(r, s)
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 20, 200), minutes(uniform(r, 3, 8))
-		})
+		withLeak(cuda, 20, 200, 3, 8))
 
 	// 6. Processes that push nothing: NVML's used holds the allocator cache's high-water
 	// mark, which rarer, larger requests keep raising.
@@ -224,14 +211,6 @@ func Classes() []Class {
 		})
 
 	// 7. A nearly full GPU: caches flush and regrow; a fast leak runs it out of memory.
-	nearFull := func(r *rand.Rand, s *Spec, headroom, largest float64) {
-		s.Neighbour, s.OOM, s.Frag = true, true, uniform(r, 0.2, 0.6)
-		// Requests up to the largest: a healthy server on a full GPU fits its largest
-		// request, but its fragmented cache does not, and is flushed and regrown.
-		s.ActTail, s.ActPeak, s.ActCap = 2, uniform(r, 100, 400), largest
-		// Other tenants take the GPU but for the headroom above this process's working set.
-		s.Other = 143771 - headroom - (s.AllocBase + s.CacheWarm + s.UnattrBase + s.UnattrWarm)
-	}
 	add("near_full_flush", "a GPU 1–4 GiB from full: the caching allocator flushes and regrows as large requests come, the GPU's used bytes oscillate", false,
 		func(r *rand.Rand, s *Spec) {
 			headroom := uniform(r, 1024, 4096)
@@ -239,13 +218,7 @@ func Classes() []Class {
 			s.Duration = 2 * time.Hour
 		})
 	add("fast_leak_near_full", "a leak of 100–1000 MiB/min from minute 20–40 on a nearly full GPU: out of memory 4–15 min after the onset", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 100, 1000), minutes(uniform(r, 20, 40))
-			largest := uniform(r, 256, 2048)
-			headroom := s.Rate*uniform(r, 4, 15) + largest
-			nearFull(r, s, headroom, largest)
-			s.Duration = s.Onset + minutes(headroom/s.Rate) + 10*time.Minute
-		})
+		leakNearFull(100, 1000, 4, 15))
 
 	add("saturated_burst_near_full", "the saturated bursts on a nearly full GPU: 1.3–3× the largest burst's activations free besides this process's working set; the floor ramps as steeply as a fast leak, the GPU does not run out", false,
 		func(r *rand.Rand, s *Spec) {
@@ -308,11 +281,7 @@ func Classes() []Class {
 	fill := func(r *rand.Rand, s *Spec) (start, tau float64) {
 		budget := uniform(r, 512, 4096)
 		start, tau = uniform(r, 1, 20), uniform(r, 3, 10)
-		const n = 200
-		for i := range n {
-			f := (float64(i) + 0.5) / n // the share of the budget filled at this step
-			s.Steps = append(s.Steps, Step{At: minutes(start - tau*math.Log(1-f)), Size: budget / n, Col: ColAllocated})
-		}
+		fillSteps(s, budget, start, tau, 200)
 		return start, tau
 	}
 	add("cache_fill_smooth", "a cache of 0.5–4 GiB of tensors filling smoothly from minute 1–20, 1 − e^(−t/τ) with τ 3–10 min (95 % in 9–30 min), then full", false,
@@ -330,10 +299,7 @@ func Classes() []Class {
 	}
 	add("busy_server", "85–95% of samples mid-request with up to 1–4 GiB of activations: consecutive buckets without an idle moment", false, busy)
 	add("busy_leak", "the same busy server over a leak of 1–20 MiB/min from minute 30–60", true,
-		func(r *rand.Rand, s *Spec) {
-			busy(r, s)
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1, 20), minutes(uniform(r, 30, 60))
-		})
+		withLeak(busy, 1, 20, 30, 60))
 	add("busy_leak_used_only", "a busy server that pushes nothing, leaking 5–20 MiB/min from minute 30–60", true,
 		func(r *rand.Rand, s *Spec) {
 			busy(r, s)
@@ -343,15 +309,9 @@ func Classes() []Class {
 
 	// 8. Steep and very slow leaks, and a leak that stops.
 	add("fast_leak", "a leak of 100–1000 MiB/min from minute 30–60 on a roomy GPU", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 100, 1000), minutes(uniform(r, 30, 60))
-			s.Duration = s.Onset + 30*time.Minute
-		})
+		leakFor(100, 1000, 30, 60, 30*time.Minute))
 	add("slow_leak", "a leak of 0.3–0.5 MiB/min (430–720 MiB a day) from minute 20–40", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 0.3, 0.5), minutes(uniform(r, 20, 40))
-			s.Duration = s.Onset + 150*time.Minute
-		})
+		leakFor(0.3, 0.5, 20, 40, 150*time.Minute))
 	add("leak_stops", "a leak of 2–50 MiB/min from minute 30–60 that stops after 10–40 min: steady again within a short window", true,
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 50), minutes(uniform(r, 30, 60))
@@ -369,4 +329,69 @@ func Classes() []Class {
 		}})
 	}
 	return out
+}
+
+// adder returns the function that appends a class named prefix+name to out: a server
+// drawn from the class's own stream of the seed (see server), then shaped by f.
+func adder(out *[]Class, prefix string) func(name, note string, leak bool, f func(r *rand.Rand, s *Spec)) {
+	return func(name, note string, leak bool, f func(r *rand.Rand, s *Spec)) {
+		name = prefix + name
+		*out = append(*out, Class{Name: name, Note: note, Leak: leak, Make: func(seed uint64) Spec {
+			r := classRand(seed, name)
+			s := server(r, name, seed)
+			f(r, &s)
+			return s
+		}})
+	}
+}
+
+// nearFull puts s on a nearly full GPU: caches flush and regrow; a fast leak runs it out
+// of memory.
+func nearFull(r *rand.Rand, s *Spec, headroom, largest float64) {
+	s.Neighbour, s.OOM, s.Frag = true, true, uniform(r, 0.2, 0.6)
+	// Requests up to the largest: a healthy server on a full GPU fits its largest
+	// request, but its fragmented cache does not, and is flushed and regrown.
+	s.ActTail, s.ActPeak, s.ActCap = 2, uniform(r, 100, 400), largest
+	// Other tenants take the GPU but for the headroom above this process's working set.
+	s.Other = 143771 - headroom - (s.AllocBase + s.CacheWarm + s.UnattrBase + s.UnattrWarm)
+}
+
+// fillSteps adds to s a cache of budget MiB of tensors filling smoothly from start
+// (minutes) as 1 − e^(−t/τ), in n equal steps.
+func fillSteps(s *Spec, budget, start, tau float64, n int) {
+	for i := range n {
+		f := (float64(i) + 0.5) / float64(n) // the share of the budget filled at this step
+		s.Steps = append(s.Steps, Step{At: minutes(start - tau*math.Log(1-f)), Size: budget / float64(n), Col: ColAllocated})
+	}
+}
+
+// leakNearFull is a leak of lo–hi MiB/min from minute 20–40 on a nearly full GPU that
+// runs it out of memory oomLo–oomHi minutes after its onset (plus the largest request's
+// room); the trace ends 10 minutes after.
+func leakNearFull(lo, hi, oomLo, oomHi float64) func(r *rand.Rand, s *Spec) {
+	return func(r *rand.Rand, s *Spec) {
+		s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, 20, 40))
+		largest := uniform(r, 256, 2048)
+		headroom := s.Rate*uniform(r, oomLo, oomHi) + largest
+		nearFull(r, s, headroom, largest)
+		s.Duration = s.Onset + minutes(headroom/s.Rate) + 10*time.Minute
+	}
+}
+
+// withLeak is base with a linear leak of lo–hi MiB/min from minute onLo–onHi on top: a
+// look-alike's leaking twin.
+func withLeak(base func(r *rand.Rand, s *Spec), lo, hi, onLo, onHi float64) func(r *rand.Rand, s *Spec) {
+	return func(r *rand.Rand, s *Spec) {
+		base(r, s)
+		s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, onLo, onHi))
+	}
+}
+
+// leakFor is a linear leak of lo–hi MiB/min from minute onLo–onHi on an ordinary server,
+// the trace ending after past its onset.
+func leakFor(lo, hi, onLo, onHi float64, after time.Duration) func(r *rand.Rand, s *Spec) {
+	return func(r *rand.Rand, s *Spec) {
+		s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, onLo, onHi))
+		s.Duration = s.Onset + after
+	}
 }

@@ -14,15 +14,7 @@ import (
 // ranges").
 func Stress() []Class {
 	var out []Class
-	add := func(name, note string, leak bool, f func(r *rand.Rand, s *Spec)) {
-		name = "x_" + name
-		out = append(out, Class{Name: name, Note: note, Leak: leak, Make: func(seed uint64) Spec {
-			r := classRand(seed, name)
-			s := server(r, name, seed)
-			f(r, &s)
-			return s
-		}})
-	}
+	add := adder(&out, "x_")
 	sparse := []time.Duration{15 * time.Second, 20 * time.Second, 30 * time.Second}
 
 	add("stair_adapters_long", "6–40 adapters of 16–1024 MiB loaded on first use over 30–60 min, from minute 1–10", false,
@@ -57,10 +49,7 @@ func Stress() []Class {
 	add("gc_sawtooth_long", "garbage of 5–60 MiB/min freed every 14–25 min: the first ramp outlasts the warm-up and the rule for a leak from the start", false,
 		func(r *rand.Rand, s *Spec) { s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 14, 25, s.Duration) })
 	add("gc_sawtooth_wide_leak", "the same wide sawtooth over a leak of 2–30 MiB/min from minute 30–60", true,
-		func(r *rand.Rand, s *Spec) {
-			gc(r, s)
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 30), minutes(uniform(r, 30, 60))
-		})
+		withLeak(gc, 2, 30, 30, 60))
 	add("saturated_long", "1–3 bursts of 8–20 min, the server never idle, the floor up 0.5–12 GiB with load and back", false,
 		func(r *rand.Rand, s *Spec) {
 			for i := range 1 + r.IntN(3) {
@@ -80,41 +69,23 @@ func Stress() []Class {
 	fill := func(budgetLo, budgetHi, tauLo, tauHi float64) func(r *rand.Rand, s *Spec) {
 		return func(r *rand.Rand, s *Spec) {
 			budget, start, tau := uniform(r, budgetLo, budgetHi), uniform(r, 1, 20), uniform(r, tauLo, tauHi)
-			const n = 300
-			for i := range n {
-				f := (float64(i) + 0.5) / n
-				s.Steps = append(s.Steps, Step{At: minutes(start - tau*math.Log(1-f)), Size: budget / n, Col: ColAllocated})
-			}
+			fillSteps(s, budget, start, tau, 300)
 		}
 	}
 	add("cache_fill_large", "a cache of 4–8 GiB filling as 1 − e^(−t/τ), τ 3–10 min", false, fill(4096, 8192, 3, 10))
 	add("cache_fill_mid", "a cache of 0.5–4 GiB filling as 1 − e^(−t/τ), τ 10–15 min (95 % in 30–45 min)", false, fill(512, 4096, 10, 15))
 	add("cache_fill_slow", "a cache of 0.5–8 GiB filling as 1 − e^(−t/τ), τ 10–25 min (95 % in 30–75 min)", false, fill(512, 8192, 10, 25))
 	add("fast_leak_steep_near_full", "a leak of 1–4 GiB/min on a nearly full GPU: out of memory 3–8 min after the onset", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1024, 4096), minutes(uniform(r, 20, 40))
-			largest := uniform(r, 256, 2048)
-			headroom := s.Rate*uniform(r, 3, 8) + largest
-			s.Neighbour, s.OOM, s.Frag = true, true, uniform(r, 0.2, 0.6)
-			s.ActTail, s.ActPeak, s.ActCap = 2, uniform(r, 100, 400), largest
-			s.Other = 143771 - headroom - (s.AllocBase + s.CacheWarm + s.UnattrBase + s.UnattrWarm)
-			s.Duration = s.Onset + minutes(headroom/s.Rate) + 10*time.Minute
-		})
+		leakNearFull(1024, 4096, 3, 8))
 	add("slow_leak_lower", "a leak of 0.2–0.3 MiB/min (290–430 MiB a day) from minute 10–30", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 0.2, 0.3), minutes(uniform(r, 10, 30))
-			s.Duration = s.Onset + 150*time.Minute
-		})
+		leakFor(0.2, 0.3, 10, 30, 150*time.Minute))
 	add("fast_leak_wide", "a leak of 50–3000 MiB/min from minute 15–90 on a roomy GPU", true,
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.Rate, s.Onset = LinearLeak, math.Exp(uniform(r, math.Log(50), math.Log(3000))), minutes(uniform(r, 15, 90))
 			s.Duration = s.Onset + 30*time.Minute
 		})
 	add("leak_early", "a leak of 1–50 MiB/min from minute 11–25, soon after the warm-up", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 1, 50), minutes(uniform(r, 11, 25))
-			s.Duration = s.Onset + time.Hour
-		})
+		leakFor(1, 50, 11, 25, time.Hour))
 	add("step_leak_sparse", "a leak of 32–512 MiB every 3–12 min from minute 30–60 (a cache keyed by something unbounded)", true,
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.StepSize, s.StepEvery, s.Onset = StepLeak, uniform(r, 32, 512), minutes(uniform(r, 3, 12)), minutes(uniform(r, 30, 60))

@@ -165,17 +165,23 @@ func TestSweep(t *testing.T) {
 // quiet window's idle moments said several would, so it is load (trend's idleGone) and
 // stays quiet. Round 5's detector paged on it.
 func TestSaturatedBurstIdleGone(t *testing.T) {
-	rs, err := Sweep(SweepOptions{Seeds: []uint64{12}, Config: trend.DefaultConfig(),
-		Keep: func(c Class) bool { return c.Name == "saturated_burst_near_full" }})
+	if r := sweepOne(t, "saturated_burst_near_full", 12); r.FalseAlarms != 0 || r.Forecasts != 0 {
+		t.Errorf("saturated_burst_near_full seed 12: %d false alarms, %d forecasts, want none", r.FalseAlarms, r.Forecasts)
+	}
+}
+
+// sweepOne scores one seed of one class, at the default settings.
+func sweepOne(t *testing.T, class string, seed uint64) ClassResult {
+	t.Helper()
+	rs, err := Sweep(SweepOptions{Seeds: []uint64{seed}, Config: trend.DefaultConfig(),
+		Keep: func(c Class) bool { return c.Name == class }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rs) != 1 || rs[0].Traces != 1 {
-		t.Fatalf("want one trace of saturated_burst_near_full, got %+v", rs)
+		t.Fatalf("want one trace of %s, got %+v", class, rs)
 	}
-	if rs[0].FalseAlarms != 0 || rs[0].Forecasts != 0 {
-		t.Errorf("saturated_burst_near_full seed 12: %d false alarms, %d forecasts, want none", rs[0].FalseAlarms, rs[0].Forecasts)
-	}
+	return rs[0]
 }
 
 // The stress classes are swept in place of Classes when asked, each named apart from
@@ -221,15 +227,7 @@ func TestStressClasses(t *testing.T) {
 // short windows, so the young process's hold of a steep rise (trend's youngHold) must not
 // apply: without that exception the GPU ran out unflagged.
 func TestYoungLeakNearFullNotHeld(t *testing.T) {
-	rs, err := Sweep(SweepOptions{Seeds: []uint64{106}, Config: trend.DefaultConfig(),
-		Keep: func(c Class) bool { return c.Name == "fast_leak_near_full" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rs) != 1 || rs[0].Traces != 1 {
-		t.Fatalf("want one trace of fast_leak_near_full, got %+v", rs)
-	}
-	if r := rs[0]; r.Missed != 0 || r.NoLead != 0 {
+	if r := sweepOne(t, "fast_leak_near_full", 106); r.Missed != 0 || r.NoLead != 0 {
 		t.Errorf("fast_leak_near_full seed 106: %d missed, %d out-of-memory errors without a forecast before them, want none", r.Missed, r.NoLead)
 	}
 }
