@@ -726,15 +726,14 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	// pending: a paging series grows but has not gone on long enough to page (see wait).
 	// On-call sees the rise, and how long and why it waits, not "nothing rising".
 	pending := func(v *Verdict, reason *string) bool {
-		cols := []int{colUsed}
-		what := []string{"used floor"}
+		cols, what, n := [2]int{colUsed}, [2]string{"used floor"}, 1
 		if pushing {
-			cols, what = []int{colAllocated}, []string{"allocated floor"}
+			cols[0], what[0] = colAllocated, "allocated floor"
 			if allocFlat {
-				cols, what = append(cols, colUnattributed), append(what, "memory outside the allocator (used − reserved)")
+				cols[1], what[1], n = colUnattributed, "memory outside the allocator (used − reserved)", 2
 			}
 		}
-		for i, c := range cols {
+		for i, c := range cols[:n] {
 			if left, why := wait(c); left > 0 {
 				*v, *reason = Steady, fmt.Sprintf("%s, not paged for %s more: %s", growthReason(what[i], p.grow[c], now), durfmt.Format(left), why)
 				return true
