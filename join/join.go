@@ -407,7 +407,7 @@ func (j *Joiner) markRepeats(v *View) {
 		if !p.Pushed {
 			continue
 		}
-		k := p.Sample(v.Time).Key
+		k := p.Key()
 		prev, ok := j.pushFed[k]
 		p.PushRepeat = ok && !p.LastPush.After(prev)
 		next[k] = p.LastPush

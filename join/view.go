@@ -127,13 +127,19 @@ type Runtime struct {
 // used bytes and the top-level pool sums, each present only when its view exists.
 func (p *Process) Sample(t time.Time) trend.Sample {
 	return trend.Sample{
-		Key:  trend.Key{PID: p.PID, Start: p.Facts.StartTicks, UUID: p.UUID},
+		Key:  p.Key(),
 		T:    t,
 		Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
 		Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
 		Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
 		Repeat: p.Pushed && p.PushRepeat,
 	}
+}
+
+// Key is p's trend key: the PID with its start time (a reused PID is another process)
+// and the GPU.
+func (p *Process) Key() trend.Key {
+	return trend.Key{PID: p.PID, Start: p.Facts.StartTicks, UUID: p.UUID}
 }
 
 // Label returns the client label name from any runtime of the process ("" if none).
