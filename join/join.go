@@ -262,6 +262,9 @@ func (j *Joiner) mergeSender(s push.Sender, get func(uint32, string) *Process) {
 	rt := Runtime{Name: s.Msg.Runtime, Version: s.Msg.RuntimeVersion, Labels: s.Msg.Labels, Allocator: s.Msg.Allocator}
 	for _, d := range s.Msg.Devices {
 		p := get(s.PID, d.UUID)
+		if f := s.Msg.RequestsInFlight; f.Set {
+			p.InFlight, p.HasInFlight = max(p.InFlight, f.Value), true
+		}
 		newer := s.LastSeen.After(p.LastPush)
 		if !p.Pushed || newer {
 			p.LastPush = maxTime(p.LastPush, s.LastSeen)

@@ -325,3 +325,33 @@ func TestPushRepeatMarked(t *testing.T) {
 		t.Errorf("%d repeat marks in the trace, want 1:\n%s", n, out.String())
 	}
 }
+
+// TestInFlightCarried: the requests in flight a client reports reach the trend sample and
+// the recorded trace; of two connections the larger count wins (a request in flight on
+// either lifts the allocated bytes); a process whose client does not report has none.
+func TestInFlightCarried(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	clk := clock.NewFake(start)
+	nv := &fakeNVML{snapshot(start)}
+	dev := push.Device{UUID: gpuA, Pools: []push.Pool{{Name: "torch", Allocated: GiB, Reserved: 1536 * MiB}}}
+	devB := push.Device{UUID: gpuA, Pools: []push.Pool{{Name: "cupy", Allocated: MiB, Reserved: 2 * MiB}}}
+	reporting := func(conn uint64, n uint64, d push.Device) push.Sender {
+		s := sender(conn, 100, start, d)
+		s.Msg.RequestsInFlight = push.Optional{Value: n, Set: true}
+		return s
+	}
+	ps := &fakePush{[]push.Sender{reporting(1, 0, dev), reporting(2, 3, devB), sender(3, 200, start, dev)}}
+	j, out := recordingJoiner(t, nv, ps, clk)
+	v := j.Tick()
+	p100, p200 := find(t, v, 100, gpuA), find(t, v, 200, gpuA)
+	s := p100.Sample(clk.Now())
+	if !s.HasInFlight || s.InFlight != 3 {
+		t.Errorf("pid 100: in flight %d (reported %v), want 3 from the busier connection", s.InFlight, s.HasInFlight)
+	}
+	if s := p200.Sample(clk.Now()); s.HasInFlight {
+		t.Errorf("pid 200 reports nothing, yet its sample has %d in flight", s.InFlight)
+	}
+	if n := strings.Count(out.String(), `"in_flight":3`); n != 1 || strings.Count(out.String(), `"in_flight"`) != 1 {
+		t.Errorf("the trace should carry in_flight once, on pid 100:\n%s", out.String())
+	}
+}

@@ -7,6 +7,7 @@
 package join
 
 import (
+	"math"
 	"time"
 
 	"github.com/vram-exporter/vram_exporter/leak/trend"
@@ -91,6 +92,12 @@ type Process struct {
 	// client pushes on its own clock): the trend engine takes it for the floors, not as
 	// a new sample of the process at rest.
 	PushRepeat bool
+	// InFlight is how many requests the process had in flight when its client read the
+	// stats it pushed (requests_in_flight, an opt-in: HasInFlight), the largest of its
+	// connections' that say: a request in flight on any of them lifts the allocated
+	// bytes above the floor a leak grows (see trend.Sample.InFlight).
+	InFlight    uint64
+	HasInFlight bool
 
 	// UnattributedBytes = UsedBytes − ReservedBytes, only when both views exist
 	// (HasUnattributed). Negative when an allocator reports more than the driver sees
@@ -132,7 +139,8 @@ func (p *Process) Sample(t time.Time) trend.Sample {
 		Used: float64(p.UsedBytes), HasUsed: p.HasNVML,
 		Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
 		Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
-		Repeat: p.Pushed && p.PushRepeat,
+		Repeat:   p.Pushed && p.PushRepeat,
+		InFlight: uint32(min(p.InFlight, math.MaxUint32)), HasInFlight: p.Pushed && p.HasInFlight,
 	}
 }
 

@@ -33,6 +33,9 @@ func validateMessage(m Message) error {
 	if m.ClientDropped > MaxValue {
 		return fmt.Errorf("client_dropped %d", m.ClientDropped)
 	}
+	if o := m.RequestsInFlight; o.Value > MaxRequestsInFlight || (!o.Set && o.Value != 0) {
+		return fmt.Errorf("requests_in_flight %+v", o)
+	}
 	if len(m.Devices) > MaxDevices {
 		return fmt.Errorf("%d devices", len(m.Devices))
 	}
@@ -83,6 +86,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"x":{"a":1,"a":[{"b":1,"b":2}]},"x":0,"v":1,"runtime":"torch","devices":[{"uuid":"GPU-a","y":1,"y":2,"pools":[{"name":"p","z":[],"z":{},"allocated":0,"reserved":0,"ooms":null}]}]}`))
 	f.Add([]byte(`{"v":1,"\u0076":1,"runtime":"torch","devices":[]}`))
 	f.Add([]byte(" {\"v\":1,\"runtime\":\"torch\",\"devices\":[],\"deep\":[[[[{\"a\":[[]]}]]]]}\n\t"))
+	f.Add([]byte(`{"v":1,"runtime":"torch","client_dropped":0,"requests_in_flight":3,"devices":[]}`))
 	f.Add([]byte(`{"v":2}`))
 	f.Add([]byte(`[`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -143,6 +147,9 @@ func crossCheck(t *testing.T, b []byte, m Message) {
 	}
 	if d, _ := num(ref["client_dropped"]); d != m.ClientDropped {
 		t.Fatalf("client_dropped %d vs encoding/json %d on %q", m.ClientDropped, d, b)
+	}
+	if v, set := num(ref["requests_in_flight"]); (Optional{Value: v, Set: set}) != m.RequestsInFlight {
+		t.Fatalf("requests_in_flight %+v vs encoding/json %v on %q", m.RequestsInFlight, ref["requests_in_flight"], b)
 	}
 	labels, _ := ref["labels"].(map[string]any)
 	if len(labels) != len(m.Labels) {

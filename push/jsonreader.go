@@ -258,6 +258,12 @@ var maxValueDigits = len(fmt.Sprint(uint64(MaxValue)))
 // uint reads a byte or counter field: a JSON integer in [0, MaxValue]. null=true means
 // the value was null (only when nullOK).
 func (r *reader) uint(field string, nullOK bool) (v uint64, null bool, err *RejectError) {
+	return r.uintUpTo(field, nullOK, MaxValue)
+}
+
+// uintUpTo reads an integer field in [0, max], max at most MaxValue, as uint does; one
+// out of range is invalid_bytes too, and the detail states max.
+func (r *reader) uintUpTo(field string, nullOK bool, max uint64) (v uint64, null bool, err *RejectError) {
 	k, tok, err := r.next() // value's work done here, as in str
 	switch {
 	case err != nil:
@@ -277,8 +283,8 @@ func (r *reader) uint(field string, nullOK bool) (v uint64, null bool, err *Reje
 		}
 		v = v*10 + uint64(c-'0')
 	}
-	if !ok || v > MaxValue {
-		return 0, false, reject(ReasonInvalidBytes, "%s must be an integer from 0 to %d, not %s", field, uint64(MaxValue), quote(string(tok)))
+	if !ok || v > max {
+		return 0, false, reject(ReasonInvalidBytes, "%s must be an integer from 0 to %d, not %s", field, max, quote(string(tok)))
 	}
 	return v, false, nil
 }

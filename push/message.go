@@ -30,6 +30,9 @@ const (
 	MaxPhases              = 16
 	MaxTRTEngines          = 8
 	MaxPhaseBytes          = 32
+	// MaxRequestsInFlight bounds requests_in_flight (docs/protocol.md, "Requests in
+	// flight"): far above what one process serves at once.
+	MaxRequestsInFlight = 1 << 20
 	// MaxValue bounds every byte and counter field (1 PiB): far above any GPU, and low
 	// enough that sums over pools and devices can never overflow a uint64 or lose
 	// precision in a float64.
@@ -45,7 +48,14 @@ type Message struct {
 	RuntimeVersion string
 	Labels         map[string]string // nil when the message has none
 	ClientDropped  uint64
-	Devices        []Device
+	// RequestsInFlight is how many requests the sender had in flight when it read the
+	// allocator stats of this message (0: idle at that instant), unset when the client
+	// does not say. A server that is never idle has a floor of allocated bytes equal to
+	// the least load in flight, which climbs with traffic like a leak; a sample taken
+	// with 0 in flight is the process at rest, its true floor, and a window without one
+	// had no idle moment.
+	RequestsInFlight Optional
+	Devices          []Device
 	// Allocator holds the runtime's allocator settings (expandable_segments,
 	// preallocate, …), nil when the message has none: advice depends on them.
 	Allocator map[string]string

@@ -32,6 +32,7 @@ const (
 	fRuntimeVersion
 	fLabels
 	fClientDropped
+	fRequestsInFlight
 	fDevices
 
 	fUUID
@@ -68,7 +69,7 @@ const (
 	fStreamableBytes
 	fStreamingBudgetBytes
 
-	messageFields = fV | fRuntime | fRuntimeVersion | fLabels | fClientDropped | fDevices | fAllocator
+	messageFields = fV | fRuntime | fRuntimeVersion | fLabels | fClientDropped | fRequestsInFlight | fDevices | fAllocator
 	deviceFields  = fUUID | fPools | fOOMSeq | fOOMEvents | fPhasePeaks | fTRTEngines
 	engineFields  = fEngine | fContexts | fContextBytes | fHeldBytes | fWeightsBytes | fStreamableBytes | fStreamingBudgetBytes
 	phaseFields   = fPhase | fPeakAllocated
@@ -92,6 +93,8 @@ func fieldOf(name []byte) field {
 		return fLabels
 	case "client_dropped":
 		return fClientDropped
+	case "requests_in_flight":
+		return fRequestsInFlight
 	case "devices":
 		return fDevices
 	case "uuid":
@@ -211,6 +214,8 @@ func (r *reader) message() (Message, *RejectError) {
 			m.Labels, err = r.labels()
 		case fClientDropped:
 			m.ClientDropped, _, err = r.uint("client_dropped", true)
+		case fRequestsInFlight:
+			m.RequestsInFlight, err = r.requestsInFlight()
 		case fDevices:
 			m.Devices, err = r.devices()
 		case fAllocator:
@@ -234,6 +239,15 @@ func (r *reader) message() (Message, *RejectError) {
 		}
 	}
 	return m, nil
+}
+
+// requestsInFlight reads the optional load signal, an integer in [0, MaxRequestsInFlight].
+func (r *reader) requestsInFlight() (Optional, *RejectError) {
+	v, null, err := r.uintUpTo("requests_in_flight", true, MaxRequestsInFlight)
+	if err != nil || null {
+		return Optional{}, err
+	}
+	return Optional{Value: v, Set: true}, nil
 }
 
 func (r *reader) runtime() (string, *RejectError) {

@@ -793,6 +793,194 @@ class ThreadTest(Base):
             n += 1
 
 
+class RequestsInFlightTest(Base):
+    def msg(self, srv, r):
+        self.assertTrue(r.sample_now())
+        return srv.get()[2]
+
+    def test_absent_until_request_used(self):
+        srv = self.server()
+        r = self.reporter()
+        r.set_pool(UUID0, "p", allocated=1, reserved=1)
+        for _ in range(2):
+            self.assertNotIn("requests_in_flight", self.msg(srv, r))
+        r.request()  # made, never entered: not used yet
+        self.assertNotIn("requests_in_flight", self.msg(srv, r))
+        self.assertNotIn(b"requests_in_flight", r._encode(*r._collect(), 0))
+
+    def test_count_inside_and_after(self):
+        srv = self.server()
+        r = self.reporter(runtime="torch", labels={"service": "ranker"})
+        r.set_pool(UUID0, "p", allocated=1, reserved=1)
+        with r.request():
+            msg = self.msg(srv, r)
+            self.assertEqual(msg["requests_in_flight"], 1)
+            with r.request(), r.request():
+                self.assertEqual(self.msg(srv, r)["requests_in_flight"], 3)
+            self.assertEqual(self.msg(srv, r)["requests_in_flight"], 1)
+        self.assertTrue(r.sample_now())
+        _cid, _pid, after, raw = srv.get()
+        self.assertEqual(after["requests_in_flight"], 0)  # opted in: idle is sent as 0
+        # at top level, right after client_dropped; the rest as before
+        self.assertIn(b'"client_dropped":0,"requests_in_flight":0,"devices":[', raw)
+        self.assertEqual(after["labels"], {"service": "ranker"})
+        self.assertEqual(after["devices"][0]["pools"][0]["name"], "p")
+        self.assertEqual((r.dropped, r.errors), (0, 0))
+
+    def test_decrement_on_exception_and_never_negative(self):
+        srv = self.server()
+        r = self.reporter()
+
+        class Boom(Exception):
+            pass
+
+        with self.assertRaises(Boom):  # the block's exception goes through
+            with r.request():
+                self.assertEqual(r._in_flight, 1)
+                raise Boom()
+        self.assertEqual(r._in_flight, 0)
+        ctx = r.request()
+        ctx.__exit__(None, None, None)  # exit without enter
+        r._request_end(r._flight_gen)   # more ends than begins
+        self.assertEqual(r._in_flight, 0)
+        with ctx, ctx:  # one object entered twice, nested
+            self.assertEqual(r._in_flight, 2)
+        self.assertEqual(r._in_flight, 0)
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 0)
+
+    def test_decorator(self):
+        srv = self.server()
+        r = self.reporter()
+        seen = []
+
+        @r.requested
+        def handle(x):
+            """doc"""
+            seen.append(r._in_flight)
+            if x is None:
+                raise ValueError("bad")
+            return x * 2
+
+        self.assertEqual(handle(21), 42)
+        self.assertEqual((handle.__name__, handle.__doc__), ("handle", "doc"))
+        with self.assertRaises(ValueError):
+            handle(None)
+        self.assertEqual(seen, [1, 1])
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 0)
+
+    def test_concurrent_threads_end_at_zero(self):
+        srv = self.server()
+        r = self.reporter(interval=0.001)
+        r.set_pool(UUID0, "p", allocated=1, reserved=1)
+        r.start()  # the background thread samples meanwhile
+        go = threading.Barrier(8)
+        errs = []
+
+        def worker(i):
+            try:
+                go.wait()
+                for n in range(500):
+                    try:
+                        with r.request():
+                            if n % 50 == 0:
+                                time.sleep(0.0005)  # let the others and the sampler run
+                            if (i + n) % 7 == 0:
+                                raise KeyError(n)
+                    except KeyError:
+                        pass
+            except Exception as e:  # pragma: no cover
+                errs.append(e)
+
+        ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        r.stop()
+        self.assertEqual(errs, [])
+        self.assertEqual(r._in_flight, 0)
+        for _cid, _pid, data in srv.drain():
+            v = json.loads(data).get("requests_in_flight", 0)
+            self.assertTrue(0 <= v <= 8, v)
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 0)
+
+    def test_request_starting_while_stats_read_counts(self):
+        """N is the larger of the counts just before and just after the stats are
+        read: a request that begins during the read makes the sample busy."""
+        srv = self.server()
+        r = self.reporter()
+        ctx = {}
+
+        def begins_during_read():  # a source: its call is the allocator stats' read
+            if ctx.get("begin"):
+                ctx["req"] = r.request()
+                ctx["req"].__enter__()
+            return [{"uuid": UUID0, "pools": [{"name": "p", "allocated": 1, "reserved": 1}]}]
+
+        def ends_during_read():
+            if ctx.get("end"):
+                ctx.pop("req").__exit__(None, None, None)
+            return []
+
+        r.add_source(begins_during_read)
+        r.add_source(ends_during_read)
+        with r.request():
+            pass  # opted in, idle
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 0)
+        ctx["begin"] = True  # 0 before the read, 1 after: 1
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 1)
+        ctx["begin"], ctx["end"] = False, True  # 1 before, 0 after: 1
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 1)
+        self.assertEqual(r._in_flight, 0)
+        ctx["end"] = False
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 0)
+
+    def test_first_request_during_read_opts_in(self):
+        srv = self.server()
+        r = self.reporter()
+        ctx = {}
+
+        def src():
+            if ctx.get("begin"):
+                ctx["req"] = r.request()
+                ctx["req"].__enter__()
+            return []
+
+        r.add_source(src)
+        self.assertNotIn("requests_in_flight", self.msg(srv, r))
+        ctx["begin"] = True
+        self.assertEqual(self.msg(srv, r)["requests_in_flight"], 1)
+
+    def test_clamped_to_protocol_bound(self):
+        srv = self.server()
+        r = self.reporter()
+        with r.request():
+            r._in_flight = vec.MAX_REQUESTS_IN_FLIGHT + 5
+            self.assertEqual(self.msg(srv, r)["requests_in_flight"], 1 << 20)
+        r._in_flight = 0
+
+    @unittest.skipUnless(hasattr(os, "fork"), "needs fork")
+    def test_fork_child_starts_idle(self):
+        srv = self.server()
+        r = self.reporter()
+        with r.request():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:  # the parent's request never ends in the child
+                code = 1
+                try:
+                    ok = r._in_flight == 0 and r.sample_now()
+                    code = 0 if ok else 2
+                finally:
+                    os._exit(code)
+        self.assertEqual(r._in_flight, 0)  # the parent's count is untouched by the child
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.WEXITSTATUS(status), 0)
+        _cid, cpid, msg, _ = srv.get()
+        self.assertEqual((cpid, msg["requests_in_flight"]), (pid, 0))
+
+
 @unittest.skipUnless(hasattr(os, "fork"), "needs fork")
 class ForkTest(Base):
     def _fork(self, child):

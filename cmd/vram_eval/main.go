@@ -5,6 +5,7 @@
 //	go run ./cmd/vram_eval -generate            # rewrite leak/eval/testdata from the seeded generator
 //	go run ./cmd/vram_eval -seeds 100           # the report, then every class over 100 seeds
 //	go run ./cmd/vram_eval -seeds 100 -stress   # the classes drawn outside the ranges the detector was built on
+//	go run ./cmd/vram_eval -seeds 100 -load     # the same classes, each client reporting its requests in flight
 //	go run ./cmd/vram_eval -class gc_sawtooth -seed 7   # one class's trace for one seed, as a table
 package main
 
@@ -32,6 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	class := fs.String("class", "", "print the verdict changes of one class's trace for -seed, instead of the report")
 	seed := fs.Uint64("seed", 1, "with -class: the seed")
 	stress := fs.Bool("stress", false, "with -seeds: sweep the classes drawn outside the ranges the detector was built on (eval.Stress) instead")
+	load := fs.Bool("load", false, "with -seeds or -class: every client reports its requests in flight (the Python client's request()), as one that opts in does")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if *class != "" {
-		if err := eval.ShowClass(*class, *seed, cfg, stdout); err != nil {
+		if err := eval.ShowClass(*class, *seed, *load, cfg, stdout); err != nil {
 			return fail(err)
 		}
 		return 0
@@ -75,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		keep = func(c eval.Class) bool { return re.MatchString(c.Name) }
 	}
-	opts := eval.SweepOptions{Seeds: eval.Seeds(*seeds), Config: cfg, Setting: rep.Best, Keep: keep}
+	opts := eval.SweepOptions{Seeds: eval.Seeds(*seeds), Config: cfg, Setting: rep.Best, Keep: keep, Load: *load}
 	if *stress {
 		opts.Classes = eval.Stress()
 	}

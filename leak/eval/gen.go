@@ -115,6 +115,11 @@ type Spec struct {
 	OOM bool
 	// Short marks a trace judged at the scaled settings of scripts/gpu/short-trace.yml.
 	Short bool
+	// ReportsLoad: the client pushes how many requests were in flight with each sample
+	// (its request(), an opt-in), counted from the requests the Spec models: the base
+	// traffic's, the long generations, the day's traffic and the saturations. It draws
+	// nothing, so a Spec writes the same samples with or without it.
+	ReportsLoad bool
 	// Traffic is a day's load on a server that allocates per request: how many requests
 	// are in flight at a sample is Poisson, its mean climbing to the peak and back (see
 	// Traffic); each holds its own activations. The floor stays put while the server has
@@ -468,8 +473,9 @@ func Generate(s Spec, w io.Writer) error {
 			// Garbage comes with requests: a ramp with a little noise of its own.
 			floor += s.GCRate * mib * (el - lastGC).Minutes() * (0.97 + 0.06*rng2.Float64())
 		}
-		act := 0.0
+		act, inFlight := 0.0, 0
 		if rng.Float64() < s.Busy {
+			inFlight++
 			u := rng.Float64()
 			act = s.ActPeak * mib * u
 			if s.ActTail > 0 {
@@ -479,16 +485,20 @@ func Generate(s Spec, w io.Writer) error {
 		for _, g := range s.Generations {
 			if el >= g.At && el < g.At+g.Dur {
 				act += g.Rate * mib * (el - g.At).Minutes()
+				inFlight++
 			}
 		}
 		if s.Traffic != nil {
-			for range poisson(rng2, s.Traffic.mean(el)) {
+			k := poisson(rng2, s.Traffic.mean(el))
+			for range k {
 				act += s.Traffic.Req * mib * (0.2 + 0.8*rng2.Float64())
 			}
+			inFlight += k
 		}
 		for _, b := range s.Saturations {
 			if l := b.load(el); l > 0 {
 				act += l * b.Peak * mib * (0.3 + 0.7*rng2.Float64())
+				inFlight++ // never idle while saturated: at least one
 			}
 		}
 		allocated := math.Round(floor + act)
@@ -521,6 +531,7 @@ func Generate(s Spec, w io.Writer) error {
 			if s.Push {
 				rec.Allocated, rec.HasAllocated = allocated, true
 				rec.Reserved, rec.HasReserved = p.reserved, true
+				rec.InFlight, rec.HasInFlight = uint32(inFlight), s.ReportsLoad
 			}
 			if err := tw.WriteProcess(rec); err != nil {
 				return fmt.Errorf("generating %s: %w", s.Name, err)

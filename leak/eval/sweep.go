@@ -71,6 +71,8 @@ type SweepOptions struct {
 	Keep    func(Class) bool
 	Workers int     // 0: GOMAXPROCS
 	Classes []Class // nil: Classes()
+	// Load: every trace's client reports its requests in flight (Spec.ReportsLoad).
+	Load bool
 }
 
 // Sweep generates every class with every seed, in memory, and scores our engine (and
@@ -106,6 +108,7 @@ func Sweep(opts SweepOptions) ([]ClassResult, error) {
 			defer wg.Done()
 			for j := range jobs {
 				s := classes[j.ci].Make(opts.Seeds[j.si])
+				s.ReportsLoad = opts.Load
 				var buf bytes.Buffer
 				r := res{ci: j.ci, si: j.si}
 				if err := Generate(s, &buf); err != nil {
@@ -294,12 +297,14 @@ func seedList(s []uint64) string {
 
 // ShowClass replays one class's trace for one seed and prints its verdict changes (and
 // GPU forecast lines) as a table: the way to see why a seed of the sweep scored as it did.
-func ShowClass(name string, seed uint64, cfg trend.Config, w io.Writer) error {
+// load has the client report its requests in flight (SweepOptions.Load).
+func ShowClass(name string, seed uint64, load bool, cfg trend.Config, w io.Writer) error {
 	for _, c := range append(Classes(), Stress()...) {
 		if c.Name != name {
 			continue
 		}
 		s := c.Make(seed)
+		s.ReportsLoad = load
 		var buf bytes.Buffer
 		if err := Generate(s, &buf); err != nil {
 			return err

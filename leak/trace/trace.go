@@ -13,7 +13,9 @@
 //
 // t is Unix time in seconds (fractions allowed); byte fields are integers (a fraction is
 // accepted and kept); start is the process start time in clock ticks since boot, which
-// tells a reused PID from its predecessor. A line with a pid is a process line; a line
+// tells a reused PID from its predecessor; in_flight, when present, is the requests the
+// process had in flight with that push (its client's requests_in_flight), and repeat
+// says the allocator stats are a push an earlier line already carried. A line with a pid is a process line; a line
 // without one must carry gpu_used and gpu_total. Readers ignore unknown fields, so
 // later versions may add some, and count malformed lines (with their line numbers)
 // instead of stopping.
@@ -54,6 +56,8 @@ type line struct {
 	GPUTotal  *float64 `json:"gpu_total,omitempty"`
 	// Repeat: allocated and reserved are a push the daemon already recorded.
 	Repeat bool `json:"repeat,omitempty"`
+	// InFlight: the requests in flight the client reported with that push.
+	InFlight *float64 `json:"in_flight,omitempty"`
 }
 
 // LineError says why one input line was skipped.
@@ -171,6 +175,8 @@ var (
 	errBadPID    = errors.New(`"pid" must be an integer between 1 and 4294967295`)
 	errNoGPU     = errors.New(`a line without "pid" must carry "gpu_used" and "gpu_total"`)
 	errBadNumber = errors.New("byte counts must be finite and not negative")
+	// in_flight is the client's requests_in_flight, a count.
+	errBadInFlight = errors.New(`"in_flight" must be an integer between 0 and 4294967295`)
 )
 
 func parse(b []byte) (Record, error) {
@@ -210,6 +216,13 @@ func parse(b []byte) (Record, error) {
 		p.Reserved, p.HasReserved = *l.Reserved, true
 	}
 	p.Repeat = l.Repeat && (p.HasAllocated || p.HasReserved)
+	if l.InFlight != nil {
+		f := *l.InFlight
+		if f < 0 || f > math.MaxUint32 || f != math.Trunc(f) {
+			return Record{}, errBadInFlight
+		}
+		p.InFlight, p.HasInFlight = uint32(f), true
+	}
 	return Record{Process: p}, nil
 }
 
@@ -280,6 +293,10 @@ func (w *Writer) WriteProcess(p trend.Sample) error {
 	}
 	if p.Repeat && (p.HasAllocated || p.HasReserved) {
 		b = append(b, `,"repeat":true`...)
+	}
+	if p.HasInFlight {
+		b = append(b, `,"in_flight":`...)
+		b = strconv.AppendUint(b, uint64(p.InFlight), 10)
 	}
 	b = append(b, "}\n"...)
 	w.buf = b

@@ -20,6 +20,9 @@ func TestRoundTrip(t *testing.T) {
 		// A push the daemon had already fed (see trend.Sample.Repeat).
 		{T: at.Add(2 * time.Second), Key: trend.Key{PID: 4242, Start: 123456, UUID: "GPU-abc"}, Used: 1 << 30, Allocated: 65 << 20, Reserved: 512 << 20, HasUsed: true, HasAllocated: true, HasReserved: true, Repeat: true},
 		{T: at.Add(1234567 * time.Microsecond), Key: trend.Key{PID: 4294967295, UUID: `GPU-"quoted"`}},
+		// Pushes that said how many requests were in flight, none and some.
+		{T: at.Add(3 * time.Second), Key: trend.Key{PID: 4242, Start: 123456, UUID: "GPU-abc"}, Allocated: 65 << 20, HasAllocated: true, HasInFlight: true},
+		{T: at.Add(4 * time.Second), Key: trend.Key{PID: 4242, Start: 123456, UUID: "GPU-abc"}, Allocated: 80 << 20, HasAllocated: true, InFlight: 4294967295, HasInFlight: true},
 	}
 	gpu := trend.GPUSample{T: at, UUID: "GPU-abc", Used: 8 << 30, Total: 140 << 30}
 
@@ -35,6 +38,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if strings.Count(buf.String(), `"repeat":true`) != 1 {
 		t.Errorf("want one repeat mark, on the repeated push:\n%s", buf.String())
+	}
+	if strings.Count(buf.String(), `"in_flight":`) != 2 || !strings.Contains(buf.String(), `"in_flight":0}`) {
+		t.Errorf("want in_flight on the two pushes that reported it, 0 included:\n%s", buf.String())
 	}
 	if !strings.Contains(buf.String(), `"used":1073741824`) {
 		t.Errorf("bytes not written as integers:\n%s", buf.String())
@@ -71,6 +77,10 @@ func TestMalformedLinesAreCounted(t *testing.T) {
 		``, // 8 blank: skipped, not malformed
 		`{"t": 2, "uuid": "GPU-a", "gpu_used": 1, "gpu_total": 2}`, // 9 ok
 		`{"t": 1, "pid": 1.5, "uuid": "GPU-a"}`,                    // 10 fractional pid
+		`{"t": 1, "pid": 1, "uuid": "GPU-a", "in_flight": -1}`,     // 11 negative count
+		`{"t": 1, "pid": 1, "uuid": "GPU-a", "in_flight": 1.5}`,    // 12 fractional count
+		`{"t": 1, "pid": 1, "uuid": "GPU-a", "in_flight": 5e9}`,    // 13 past uint32
+		`{"t": 3, "pid": 1, "uuid": "GPU-a", "in_flight": 3}`,      // 14 ok
 	}, "\n")
 	r := NewReader(strings.NewReader(in))
 	var lines []int
@@ -84,11 +94,11 @@ func TestMalformedLinesAreCounted(t *testing.T) {
 		}
 		lines = append(lines, rec.Line)
 	}
-	if len(lines) != 2 || lines[0] != 1 || lines[1] != 9 {
-		t.Errorf("good lines = %v, want [1 9]", lines)
+	if len(lines) != 3 || lines[0] != 1 || lines[1] != 9 || lines[2] != 14 {
+		t.Errorf("good lines = %v, want [1 9 14]", lines)
 	}
 	n, errs := r.Malformed()
-	wantLines := []int{2, 3, 4, 5, 6, 7, 10}
+	wantLines := []int{2, 3, 4, 5, 6, 7, 10, 11, 12, 13}
 	if n != len(wantLines) || len(errs) != len(wantLines) {
 		t.Fatalf("malformed = %d %v, want lines %v", n, errs, wantLines)
 	}

@@ -96,6 +96,9 @@ type view struct {
 	// more, not memory that stays. idleLostLong: some stretch of the long window lost
 	// them (the slow rule's rise may be a load's climb). Allocated only.
 	idleLost, idleLostLong bool
+	// atRest: the line through the floors the client said were at rest (see restFit),
+	// when the idle moments were lost; it frees a rise they hold.
+	atRest fitResult
 	// idleGone: the fast rise's buckets lost the idle moments of the quiet window before
 	// it (see fastRule).
 	idleGone bool
@@ -347,8 +350,27 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
+		if v.idleLost || v.idleLostLong {
+			v.atRest = sc.restFit(h, xs, ps, max(2*ns, nj), sigma)
+		}
 	}
 	return v
+}
+
+// restFit is a robust line through the floors, over the newest span buckets, that the
+// client said were at rest (see history.exactAt): where it reports its requests in
+// flight, a server that lost its idle moments still shows the floor a leak grows in the
+// buckets that had one, however rare, and load does not lift those. Over two short
+// windows (or the judged window) because they are sparse.
+func (s *scratch) restFit(h *history, xs, ps []float64, span int64, sigma float64) fitResult {
+	rx, ry := s.rx[:0], s.ry[:0]
+	for i := range xs {
+		if xs[i] > -float64(span) && h.exactAt(h.last+int64(xs[i])) {
+			rx, ry = append(rx, xs[i]), append(ry, ps[i])
+		}
+	}
+	s.rx, s.ry = rx, ry
+	return s.robustFit(rx, ry, sigma)
 }
 
 // idleExpect is how many returns to the floor a stretch of buckets must have been due,

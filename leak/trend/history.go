@@ -36,6 +36,9 @@ type history struct {
 	// first idleCap samples.
 	idleCol    int
 	rest, seen []uint8
+	// exact: the bucket's floor is that of samples the client said were at rest (none
+	// in flight, see addLoad), not the least load in flight.
+	exact []bool
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -50,7 +53,19 @@ type history struct {
 	// idleCol's current bucket: its first idleCap samples, as seconds since curFrom and
 	// bytes (see idleRest).
 	idleT, idleV []float64
+	// The current bucket's samples that said how many requests were in flight (see
+	// Sample.InFlight), those of them fresh, and the fresh ones with none in flight; and
+	// idleCol's least value over the samples with none in flight (NaN when none).
+	loadN, loadFresh, restN int
+	restMin                 float64
 }
+
+// A sample's load, as the client reported it.
+const (
+	loadUnknown = iota // the client does not report requests in flight
+	loadIdle           // none in flight: the process at rest
+	loadBusy           // some in flight
+)
 
 func newHistory(cfg Config, ncols, idleCol int) *history {
 	n := int(cfg.LongWindow / cfg.Bucket)
@@ -70,7 +85,7 @@ func newHistory(cfg Config, ncols, idleCol int) *history {
 		idleCol:   idleCol,
 	}
 	if idleCol >= 0 {
-		h.rest, h.seen = make([]uint8, n), make([]uint8, n)
+		h.rest, h.seen, h.exact = make([]uint8, n), make([]uint8, n), make([]bool, n)
 		h.idleT, h.idleV = make([]float64, 0, idleCap), make([]float64, 0, idleCap)
 	}
 	// One backing array for all columns: fewer allocations, better locality.
@@ -94,6 +109,7 @@ func (h *history) reset() {
 	for c := range h.floor {
 		h.curMin[c], h.curMax[c] = math.NaN(), math.NaN()
 	}
+	h.restMin = math.NaN()
 	h.started, h.curOpen = false, false
 }
 
@@ -113,11 +129,11 @@ func (h *history) bucketEnd(b int64) time.Time {
 
 // add folds one sample into the current bucket; fresh says whether the idle column's
 // value is a new measurement (not a push the daemon already fed), which is all the idle
-// count takes. It reports the index of the bucket it closed, if the sample belongs to a
+// count takes, and load what the client said of its requests in flight. It reports the index of the bucket it closed, if the sample belongs to a
 // later bucket. Samples older than the current bucket (clock steps, reordering) are
 // folded into the current one: dropping them would lose a floor, and they are at most a
 // bucket late in practice.
-func (h *history) add(t time.Time, vals []float64, fresh bool) (closed int64, ok bool) {
+func (h *history) add(t time.Time, vals []float64, fresh bool, load int) (closed int64, ok bool) {
 	b := h.bucketOf(t)
 	if h.curOpen && b > h.cur {
 		closed, ok = h.cur, true
@@ -127,6 +143,7 @@ func (h *history) add(t time.Time, vals []float64, fresh bool) (closed int64, ok
 		h.cur, h.curOpen = b, true
 		h.curFrom, h.curTo = t, t
 		h.idleT, h.idleV = h.idleT[:0], h.idleV[:0]
+		h.loadN, h.loadFresh, h.restN, h.restMin = 0, 0, 0, math.NaN()
 	}
 	if t.Before(h.curFrom) {
 		h.curFrom = t
@@ -147,8 +164,31 @@ func (h *history) add(t time.Time, vals []float64, fresh bool) (closed int64, ok
 		if c == h.idleCol && fresh && len(h.idleV) < idleCap {
 			h.idleT, h.idleV = append(h.idleT, t.Sub(h.curFrom).Seconds()), append(h.idleV, v)
 		}
+		if c == h.idleCol && load != loadUnknown {
+			h.addLoad(v, fresh, load == loadIdle)
+		}
 	}
 	return closed, ok
+}
+
+// addLoad counts a sample of the idle column whose client said whether requests were in
+// flight. Where a bucket has samples at rest, its floor is theirs (see close): the
+// least of the others is load in flight, never below the rest floor and often far
+// above it under traffic.
+func (h *history) addLoad(v float64, fresh, rest bool) {
+	h.loadN++
+	if fresh {
+		h.loadFresh++
+	}
+	if !rest {
+		return
+	}
+	if fresh {
+		h.restN++
+	}
+	if math.IsNaN(h.restMin) || v < h.restMin {
+		h.restMin = v
+	}
 }
 
 // restTol is how far a process's samples at rest may lie apart within a bucket once the
@@ -204,6 +244,13 @@ func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
 	return int(h.rest[s]), int(h.seen[s]), true
 }
 
+// exactAt says whether bucket b's floor (idleCol) is one the client said was at rest.
+func (h *history) exactAt(b int64) bool {
+	n := int64(len(h.idx))
+	s := ((b % n) + n) % n
+	return h.idleCol >= 0 && h.idx[s] == b && h.exact[s]
+}
+
 func (h *history) close() {
 	b := h.cur
 	h.curOpen = false
@@ -224,8 +271,17 @@ func (h *history) close() {
 	h.idx[s], h.spreadIdx[ss] = b, b
 	h.span[ss] = h.curTo.Sub(h.curFrom)
 	if h.idleCol >= 0 {
-		h.rest[s], h.seen[s] = 0, 0
-		if n := len(h.idleV); n > 0 {
+		h.rest[s], h.seen[s], h.exact[s] = 0, 0, false
+		switch n := len(h.idleV); {
+		case h.loadN > 0:
+			// The client said which samples were at rest: they are the idle moments,
+			// counted as they are rather than inferred from values that come back to
+			// the floor (each at most idleCap, like the inferred count).
+			h.rest[s], h.seen[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
+			if !math.IsNaN(h.restMin) {
+				h.curMin[h.idleCol], h.exact[s] = h.restMin, true
+			}
+		case n > 0:
 			h.rest[s], h.seen[s] = uint8(h.idleRest()), uint8(n-1)
 		}
 	}

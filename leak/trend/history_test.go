@@ -17,7 +17,7 @@ func TestIdleRest(t *testing.T) {
 	run := func(alloc func(el time.Duration) float64, d time.Duration) *history {
 		h := newHistory(cfg, 1, 0)
 		for el := time.Duration(0); el <= d; el += every {
-			h.add(t0.Add(el), []float64{alloc(el)}, true)
+			h.add(t0.Add(el), []float64{alloc(el)}, true, loadUnknown)
 		}
 		return h
 	}
@@ -79,7 +79,7 @@ func TestIdleRestSkipsRepeats(t *testing.T) {
 			if fresh {
 				v = 4096*mib + 2048*mib*(0.3+0.7*rng.Float64())
 			}
-			h.add(t0.Add(el), []float64{v}, fresh || !markRepeats)
+			h.add(t0.Add(el), []float64{v}, fresh || !markRepeats, loadUnknown)
 		}
 		total := 0
 		for el := time.Minute; el < 14*time.Minute; el += 30 * time.Second {
@@ -93,5 +93,44 @@ func TestIdleRestSkipsRepeats(t *testing.T) {
 	}
 	if n := count(false); n < 26 {
 		t.Errorf("repeats counted: %d samples back at the floor over 26 buckets, want one a bucket at least", n)
+	}
+}
+
+// TestReportedRest: where the client reports its requests in flight, a bucket's floor
+// of the idle column is the least of its samples at rest, however low the load in flight
+// dips, and its idle count is those samples; a bucket with none at rest keeps the least
+// load in flight and counts none; the other columns keep every sample's floor.
+func TestReportedRest(t *testing.T) {
+	cfg := DefaultConfig()
+	h := newHistory(cfg, 2, 0)
+	// Bucket 0: at rest at 100 MiB twice, and two samples with requests in flight, one
+	// of them below the floor at rest (so that the test tells which floor is kept).
+	vals := []struct {
+		alloc, other float64
+		load         int
+	}{{100, 5, loadIdle}, {90, 4, loadBusy}, {900, 9, loadBusy}, {100, 6, loadIdle}}
+	for i, v := range vals {
+		h.add(t0.Add(time.Duration(i)*time.Second), []float64{v.alloc * mib, v.other * mib}, true, v.load)
+	}
+	// Bucket 1: never at rest.
+	for i, a := range []float64{700, 650, 800} {
+		h.add(t0.Add(cfg.Bucket+time.Duration(i)*time.Second), []float64{a * mib, 1 * mib}, true, loadBusy)
+	}
+	h.add(t0.Add(2*cfg.Bucket), []float64{1, 1}, true, loadBusy) // closes bucket 1
+	b0 := h.bucketOf(t0)
+	if f, _ := h.get(0, b0); f != 100*mib || !h.exactAt(b0) {
+		t.Errorf("bucket 0: floor %.0f MiB (at rest: %v), want the 100 MiB at rest", f/mib, h.exactAt(b0))
+	}
+	if f, _ := h.get(1, b0); f != 4*mib {
+		t.Errorf("bucket 0, other column: floor %.0f MiB, want every sample's least, 4", f/mib)
+	}
+	if r, o, _ := h.idleOf(b0); r != 2 || o != 4 {
+		t.Errorf("bucket 0: %d of %d samples at rest, want 2 of 4", r, o)
+	}
+	if f, _ := h.get(0, b0+1); f != 650*mib || h.exactAt(b0+1) {
+		t.Errorf("bucket 1: floor %.0f MiB (at rest: %v), want the least load in flight, 650, not at rest", f/mib, h.exactAt(b0+1))
+	}
+	if r, o, _ := h.idleOf(b0 + 1); r != 0 || o != 3 {
+		t.Errorf("bucket 1: %d of %d samples at rest, want 0 of 3", r, o)
 	}
 }

@@ -80,6 +80,7 @@ type fitResult struct {
 // scratch holds the buffers the robust fits need, reused across calls: an Engine is
 // single-threaded, and a bucket close must not allocate.
 type scratch struct {
+	rx, ry  []float64 // restFit's points
 	a, b, c []float64
 }
 

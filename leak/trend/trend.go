@@ -247,6 +247,13 @@ type Sample struct {
 	// daemon samples at every poll, the client pushes on its own clock. They count for
 	// the floors, not as one more sample of the process at rest (see idle in analyze).
 	Repeat bool
+	// InFlight is how many requests the process had in flight when it read the pushed
+	// allocator stats, if HasInFlight (the client's requests_in_flight, an opt-in). A
+	// process with none in flight is at rest: its allocated bytes are then the floor a
+	// leak grows, while with requests in flight they are the least load in flight, which
+	// climbs with traffic (see history.add). Without it the idle moments are inferred.
+	InFlight    uint32
+	HasInFlight bool
 }
 
 // GPUSample is one observation of a whole GPU.
@@ -362,6 +369,7 @@ type growState struct {
 	early bool // it started on the newest half of the short window (see track)
 	roomy bool // the fast rule started it on a rise clear of load, not on urgency
 	steep bool // it started at FastRate or faster (see youngHold)
+	rest  bool // it started on the floors the client said were at rest (see restFit)
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost; 0 if none.
 	held float64
@@ -520,7 +528,14 @@ func (e *Engine) TryObserve(s Sample) (Result, bool) {
 	if s.HasUsed && s.HasReserved {
 		v[colUnattributed] = s.Used - s.Reserved
 	}
-	if b, closed := p.h.add(s.T, v[:], !s.Repeat); closed {
+	load := loadUnknown
+	if s.HasInFlight && s.HasAllocated {
+		load = loadBusy
+		if s.InFlight == 0 {
+			load = loadIdle
+		}
+	}
+	if b, closed := p.h.add(s.T, v[:], !s.Repeat, load); closed {
 		e.judge(p, s.Key.UUID, p.h.bucketEnd(b))
 	}
 	return p.res, true
@@ -554,7 +569,7 @@ func (e *Engine) ObserveGPU(s GPUSample) GPUResult {
 	}
 	g.used, g.total = s.Used, s.Total
 	e.vals[0] = s.Used
-	if b, closed := g.h.add(s.T, e.vals[:1], false); closed {
+	if b, closed := g.h.add(s.T, e.vals[:1], false, loadUnknown); closed {
 		e.judgeGPU(g, g.h.bucketEnd(b))
 	}
 	return g.res
@@ -887,6 +902,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
 			keep = keep && !v.slowing
+			// One found on the floors at rest is kept while they show it.
+			keep = keep || (g.rest && relaxedOn(v.atRest))
 		}
 		if !keep {
 			*g = growState{}
@@ -901,6 +918,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		switch {
 		case v.cont && g.rule == ruleFast:
 			g.slope = math.Max(v.fastRate, v.judge.slope/b)
+		case g.rest && relaxedOn(v.atRest):
+			// Found on the floors at rest: the others are load in flight.
+			g.slope, g.fit = v.atRest.slope/b, v.atRest.r2
 		case relaxed:
 			g.slope, g.fit = v.judge.slope/b, v.judge.r2
 		case g.rule == ruleSlow:
@@ -911,7 +931,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	// The short rule's two starts, and whether the lost idle moments hold them.
 	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing
 	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing
-	held := v.idleLost && !filling
+	// Floors the client said were at rest that rise as a line free a rise the lost idle
+	// moments would hold: load does not lift them.
+	atRest := e.qualifies(v.atRest)
+	held := v.idleLost && !filling && !atRest
 	*g = growState{}
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
@@ -936,7 +959,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
+	case v.idleLost && atRest && !filling && !v.slowing:
+		// The rise the lost idle moments hid, on the floors at rest (see restFit).
+		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true}
+	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling && !atRest):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	case held && shortRise:
 		g.held = v.judge.slope / b
@@ -1069,6 +1095,8 @@ func growthReason(what string, g growState, now time.Time) string {
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, fast enough to fill the GPU soon", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleSlow:
 		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
+	case g.rest:
+		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) at the moments the client reported no request in flight, though the server is otherwise never idle", what, g.slope/MiBPerMinute, g.fit)
 	default:
 		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
 	}

@@ -64,6 +64,7 @@ MAX_OOM_EVENTS = 8  # protocol: newest OOM events sent per device
 MAX_ALLOCATOR_SETTINGS = 16
 MAX_PHASES = 16  # protocol: phase peaks per device
 MAX_TRT_ENGINES = 8
+MAX_REQUESTS_IN_FLIGHT = 1 << 20  # protocol: requests_in_flight from 0 to 2^20
 # memory_snapshot() walks every block of the allocator: affordable once per OOM, not per
 # OOM of a process failing a thousand requests a second.
 OOM_SNAPSHOT_EVERY = 10.0
@@ -1061,6 +1062,31 @@ class _Phase(object):
         return False
 
 
+class _Request(object):
+    """The context manager of Reporter.request()."""
+
+    def __init__(self, reporter: "Reporter") -> None:
+        self._r = reporter
+        # the fork generation of each enter not yet exited (one object may be entered
+        # again, nested): an exit decrements only the count its enter incremented
+        self._held: List[int] = []
+
+    def __enter__(self) -> "_Request":
+        try:
+            self._held.append(self._r._request_begin())
+        except Exception:  # noqa: BLE001
+            pass
+        return self
+
+    def __exit__(self, *exc: Any) -> "Literal[False]":
+        try:
+            if self._held:
+                self._r._request_end(self._held.pop())
+        except Exception:  # noqa: BLE001
+            pass
+        return False
+
+
 class Reporter(object):
     """Pushes this process's GPU allocator statistics to vram_exporter.
 
@@ -1143,6 +1169,12 @@ class Reporter(object):
         self._phases: Dict[str, Dict[str, int]] = {}
         self._phase_uuids: Dict[int, str] = {}
         self._engines: Dict[str, str] = {}  # uuid -> trt_engines JSON of the last _collect
+        # requests in flight (request()): its own lock, never held around I/O, so a
+        # request never waits for a sample being sent
+        self._flight_lock = threading.Lock()
+        self._in_flight = 0
+        self._flight_used = False  # request() seen once: messages carry requests_in_flight
+        self._flight_gen = 0       # bumped in a forked child: the parent's requests are not its own
         _track_for_fork(self)
 
     # ---- counters ------------------------------------------------------------------
@@ -1239,6 +1271,41 @@ class Reporter(object):
                     return fn(*args, **kw)
             return cast(_F, inner)
         return wrap
+
+    # ---- requests in flight --------------------------------------------------------
+    def request(self) -> "_Request":
+        """`with reporter.request(): handle(...)` counts one request in flight for the
+        block's duration (also when it raises).  Once used, every message carries
+        requests_in_flight: the requests in flight while the allocator stats were read.
+        It lets the daemon tell a leak from load in flight: a server never idle has an
+        allocated floor equal to its least load, which climbs with traffic like a leak;
+        a sample with 0 in flight is the process at rest, its true floor.  Before the
+        first request() no message carries the field.  Thread-safe; never raises."""
+        return _Request(self)
+
+    def requested(self, fn: _F) -> _F:
+        """Decorator form of request(): `@reporter.requested` on the request handler."""
+        @functools.wraps(fn)
+        def inner(*args: Any, **kw: Any) -> Any:
+            with self.request():
+                return fn(*args, **kw)
+        return cast(_F, inner)
+
+    def _request_begin(self) -> int:
+        with self._flight_lock:
+            self._in_flight += 1
+            self._flight_used = True
+            return self._flight_gen
+
+    def _request_end(self, gen: int) -> None:
+        with self._flight_lock:
+            if gen == self._flight_gen and self._in_flight > 0:
+                self._in_flight -= 1
+
+    def _requests_in_flight(self) -> Optional[int]:
+        """The requests in flight now, None before request() was first used."""
+        with self._flight_lock:
+            return self._in_flight if self._flight_used else None
 
     def _phase_uuid(self, cuda: Any, dev: int) -> Optional[str]:
         u = self._phase_uuids.get(dev)
@@ -1500,7 +1567,13 @@ class Reporter(object):
         return js
 
     def _encode(self, runtime: str, rversion: Optional[str],
-                devices: List[Tuple[str, List[str]]], dropped: int) -> bytes:
+                devices: List[Tuple[str, List[str]]], dropped: int,
+                in_flight: Optional[int] = -1) -> bytes:
+        """The message.  in_flight: requests in flight while the stats were read, None
+        to leave requests_in_flight out; by default the count now (None before the
+        first request())."""
+        if in_flight is not None and in_flight < 0:
+            in_flight = self._requests_in_flight()
         settings = self._allocator_json(runtime)
         head = self._head
         if head is None or head[0] != (runtime, rversion, settings):
@@ -1512,7 +1585,10 @@ class Reporter(object):
             h += settings
             h += ',"client_dropped":'
             head = self._head = ((runtime, rversion, settings), h)
-        parts = [head[1], str(int(dropped)), ',"devices":[']
+        parts = [head[1], str(int(dropped))]
+        if in_flight is not None:
+            parts.append(',"requests_in_flight":%d' % min(max(int(in_flight), 0), MAX_REQUESTS_IN_FLIGHT))
+        parts.append(',"devices":[')
         with self._state_lock:
             taken = self._phases
         for i, (u, frags) in enumerate(devices):
@@ -1535,10 +1611,15 @@ class Reporter(object):
                 if now - self._last_sample < self._min_gap:
                     return False  # a sample went out just now (daemon rate limit)
                 self._last_sample = now
+            # Read before and after the stats: a request that began while they were read
+            # counts as in flight (err towards busy: an idle sample is the true floor).
+            before = self._requests_in_flight()
             runtime, rversion, devices = self._collect()
+            after = self._requests_in_flight()
+            in_flight = None if after is None else max(before or 0, after)
             with self._lock:
                 try:
-                    data = self._encode(runtime, rversion, devices, self._dropped)
+                    data = self._encode(runtime, rversion, devices, self._dropped, in_flight)
                 except Exception as exc:  # noqa: BLE001
                     self._errors += 1
                     self._warn("encode", "cannot encode sample: %s", exc)
@@ -1696,6 +1777,12 @@ class Reporter(object):
         # daemon sees the child as a separate sender.
         self._lock = threading.Lock()
         self._state_lock = threading.Lock()
+        # Only the forking thread lives on in the child, and a request it was inside
+        # (multiprocessing's fork) never ends there: the child starts at 0 in flight, and
+        # exits of requests begun in the parent leave its count alone.
+        self._flight_lock = threading.Lock()
+        self._in_flight = 0
+        self._flight_gen += 1
         s, self._sock = self._sock, None
         if s is not None:
             try:
