@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pythonClient starts the real Python client (client/python) as its own process. The
@@ -169,5 +170,52 @@ func TestRealPythonClientAgainstRealDaemon(t *testing.T) {
 	}
 	b.exit(t)
 	liar.exit(t)
+	d.stop()
+}
+
+// requestScript holds two requests in flight through the real client's request(), then
+// ends them when told (a line on stdin), and waits.
+const requestScript = `
+import os, sys, threading
+import vram_exporter_client as vc
+r = vc.Reporter(socket_path=sys.argv[1], interval=0.1, runtime="torch", runtime_version="2.11.0", sources=[])
+r.set_pool("GPU-11111111-2222-3333-4444-555555555555", "torch", allocated=1000000, reserved=3000000)
+a, b = r.request(), r.request()
+a.__enter__(); b.__enter__()
+r.start()
+print("ready", os.getpid(), flush=True)
+sys.stdin.readline()
+b.__exit__(None, None, None); a.__exit__(None, None, None)
+sys.stdin.read()
+r.stop()
+`
+
+// TestRealClientRequestsInFlight: the real Python client's request() reaches the real
+// daemon, whose recorded trace (what replay and the evaluation read) carries the count:
+// two in flight, then none once they end.
+func TestRealClientRequestsInFlight(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "trace.jsonl")
+	d := startDaemon(t, "--trace.record="+trace)
+	p := startPython(t, d.socket, requestScript)
+	waitTrace := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			b, _ := os.ReadFile(trace)
+			if strings.Contains(string(b), `"pid":`+p.pid+`,`) && strings.Contains(string(b), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the trace never carried %s:\n%s", what, want, b)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitTrace("two requests held", `"in_flight":2`)
+	if _, err := io.WriteString(p.stdin, "\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitTrace("the requests ended", `"in_flight":0`)
+	p.exit(t)
 	d.stop()
 }
