@@ -8,7 +8,7 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): seven serving loops (scripts/gpu/serve_loop.py)
+#   phase 3 (optional, TRACE_SECONDS>0): nine serving loops (scripts/gpu/serve_loop.py)
 #           push through the real client while the daemon records a trace
 #           (--trace.record): a cache that fills in steps and plateaus, one that fills
 #           smoothly and ever slower to a 1.5 GiB budget, a burst that

@@ -99,6 +99,9 @@ type view struct {
 	// atRest: the line through the floors the client said were at rest (see restFit),
 	// when the idle moments were lost; it frees a rise they hold.
 	atRest fitResult
+	// atRestLong: the same over the long window since the warm-up, when some stretch of
+	// it lost them (the slow rule's).
+	atRestLong fitResult
 	// idleGone: the fast rise's buckets lost the idle moments of the quiet window before
 	// it (see fastRule).
 	idleGone bool
@@ -350,8 +353,12 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
-		if v.idleLost || v.idleLostLong {
+		if v.idleLost {
 			v.atRest = sc.restFit(h, xs, ps, max(2*ns, nj), sigma)
+		}
+		if v.idleLostLong && v.longSpan >= nl/2 {
+			// The slow rule's span: the long window since the warm-up.
+			v.atRestLong = sc.restFit(h, xs[slo:], ps[slo:], nl, sigma)
 		}
 	}
 	return v
@@ -411,16 +418,19 @@ func idle(h *history, ns int64) (now, ever bool) {
 // idleExpect returns, without which it says nothing of now.
 func idleOver(h *history, m int64) (now, ever, sure bool) {
 	var rets, obs [2 * longBlocks]int // each stretch's returns, and its samples after the first
+	var told [2 * longBlocks]bool     // the client said which samples were at rest, in every bucket
 	k, best := 0, 0.0
 	nl := int64(len(h.idx))
 	for end := h.last; end-m >= h.last-nl && k < len(rets); end -= m {
 		var r, o int
+		all := true
 		for b := end - m + 1; b <= end; b++ {
 			if ri, oi, ok := h.idleOf(b); ok {
 				r, o = r+ri, o+oi
+				all = all && h.reportedAt(b)
 			}
 		}
-		rets[k], obs[k] = r, o
+		rets[k], obs[k], told[k] = r, o, all && o > 0
 		if int64(o) >= m {
 			best = math.Max(best, float64(r)/float64(o))
 		}
@@ -428,9 +438,13 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 	}
 	for i := range k {
 		due := best * float64(obs[i])
-		lost := due >= idleExpect && 4*float64(rets[i]) <= due
+		// Where the client says which samples were at rest, none in idleExpect of a
+		// process that has been at rest before is the idle moments gone, whatever the
+		// window still holds of its quieter hours.
+		toldLost := told[i] && h.everRest && rets[i] == 0 && obs[i] >= idleExpect
+		lost := (due >= idleExpect && 4*float64(rets[i]) <= due) || toldLost
 		if i == 0 {
-			now, sure = lost, due >= idleExpect
+			now, sure = lost, due >= idleExpect || (told[i] && obs[i] >= idleExpect)
 		}
 		ever = ever || lost
 	}

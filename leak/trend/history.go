@@ -36,9 +36,12 @@ type history struct {
 	// first idleCap samples.
 	idleCol    int
 	rest, seen []uint8
-	// exact: the bucket's floor is that of samples the client said were at rest (none
-	// in flight, see addLoad), not the least load in flight.
-	exact []bool
+	// load: whether the client said which of the bucket's samples were at rest
+	// (loadReported), and whether its floor is theirs (loadExact: none in flight, see
+	// addLoad), not the least load in flight.
+	load []uint8
+	// everRest: some sample since the last reset was at rest by the client's word.
+	everRest bool
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -59,6 +62,12 @@ type history struct {
 	loadN, loadFresh, restN int
 	restMin                 float64
 }
+
+// A bucket's load flags (history.load).
+const (
+	loadReported = 1 << iota
+	loadExact
+)
 
 // A sample's load, as the client reported it.
 const (
@@ -85,7 +94,7 @@ func newHistory(cfg Config, ncols, idleCol int) *history {
 		idleCol:   idleCol,
 	}
 	if idleCol >= 0 {
-		h.rest, h.seen, h.exact = make([]uint8, n), make([]uint8, n), make([]bool, n)
+		h.rest, h.seen, h.load = make([]uint8, n), make([]uint8, n), make([]uint8, n)
 		h.idleT, h.idleV = make([]float64, 0, idleCap), make([]float64, 0, idleCap)
 	}
 	// One backing array for all columns: fewer allocations, better locality.
@@ -109,7 +118,7 @@ func (h *history) reset() {
 	for c := range h.floor {
 		h.curMin[c], h.curMax[c] = math.NaN(), math.NaN()
 	}
-	h.restMin = math.NaN()
+	h.restMin, h.everRest = math.NaN(), false
 	h.started, h.curOpen = false, false
 }
 
@@ -248,7 +257,14 @@ func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
 func (h *history) exactAt(b int64) bool {
 	n := int64(len(h.idx))
 	s := ((b % n) + n) % n
-	return h.idleCol >= 0 && h.idx[s] == b && h.exact[s]
+	return h.idleCol >= 0 && h.idx[s] == b && h.load[s]&loadExact != 0
+}
+
+// reportedAt says whether the client said which of bucket b's samples were at rest.
+func (h *history) reportedAt(b int64) bool {
+	n := int64(len(h.idx))
+	s := ((b % n) + n) % n
+	return h.idleCol >= 0 && h.idx[s] == b && h.load[s]&loadReported != 0
 }
 
 func (h *history) close() {
@@ -271,15 +287,18 @@ func (h *history) close() {
 	h.idx[s], h.spreadIdx[ss] = b, b
 	h.span[ss] = h.curTo.Sub(h.curFrom)
 	if h.idleCol >= 0 {
-		h.rest[s], h.seen[s], h.exact[s] = 0, 0, false
+		h.rest[s], h.seen[s], h.load[s] = 0, 0, 0
 		switch n := len(h.idleV); {
 		case h.loadN > 0:
 			// The client said which samples were at rest: they are the idle moments,
 			// counted as they are rather than inferred from values that come back to
 			// the floor (each at most idleCap, like the inferred count).
 			h.rest[s], h.seen[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
+			h.load[s] = loadReported
 			if !math.IsNaN(h.restMin) {
-				h.curMin[h.idleCol], h.exact[s] = h.restMin, true
+				h.curMin[h.idleCol] = h.restMin
+				h.load[s] |= loadExact
+				h.everRest = true
 			}
 		case n > 0:
 			h.rest[s], h.seen[s] = uint8(h.idleRest()), uint8(n-1)

@@ -897,7 +897,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 			// filling to its budget (see slowing), not a leak.
 			keep = keep && !(g.roomy && v.slowing)
 		case ruleSlow:
-			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2)
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) ||
+				(g.rest && v.atRestLong.ok && v.atRestLong.slope/b >= cfg.SlowRate/2 && v.atRestLong.r2 >= cfg.MinFit-0.2)
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
@@ -934,6 +935,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
+	slowAtRest := longOK && v.atRestLong.ok && v.atRestLong.slope/b >= cfg.SlowRate && v.atRestLong.r2 >= cfg.MinFit &&
+		v.atRestLong.highs >= minHighs && v.atRestLong.rise >= v.sig
 	held := v.idleLost && !filling && !atRest
 	*g = growState{}
 	switch {
@@ -962,8 +965,12 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	case v.idleLost && atRest && !filling && !v.slowing:
 		// The rise the lost idle moments hid, on the floors at rest (see restFit).
 		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling && !atRest):
+	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
+	case v.idleLostLong && slowAtRest && !filling:
+		// The slow rule on the floors at rest, where some stretch of the long window had
+		// none: its envelope is the load's climb, they are not.
+		*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}
 	case held && shortRise:
 		g.held = v.judge.slope / b
 	case held && halfRise:
@@ -1093,6 +1100,8 @@ func growthReason(what string, g growState, now time.Time) string {
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of more than %d buckets in a row over a quiet floor, beyond what load explains", what, g.slope/MiBPerMinute, roomyBuckets)
 	case g.rule == ruleFast:
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, fast enough to fill the GPU soon", what, g.slope/MiBPerMinute, fastBuckets)
+	case g.rule == ruleSlow && g.rest:
+		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f) at the moments the client reported no request in flight, though the server is otherwise never idle", what, g.slope/MiBPerMinute, g.fit)
 	case g.rule == ruleSlow:
 		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
 	case g.rest:

@@ -17,6 +17,14 @@ first real-GPU traces were recorded with.
   fast_leak          healthy until --onset, then keeps --rate-mib MiB/min (400 by default)
                      until --stop, then keeps what it holds: stopped long before the GPU
                      is full
+  load_climb         healthy, and from --load-at a day's traffic in miniature: requests in
+                     flight, Poisson with a mean that climbs over --load-rise seconds to
+                     --load-peak, holds --load-hold and falls back over --load-rise, each
+                     holding 6–32 MiB of activations, the next ones taken on before the
+                     last ones end (a server never idle): its allocated floor climbs with
+                     the load. Each request goes through reporter.request() when
+                     --report-load is given.
+  load_climb_leak    the same, and a --rate-mib leak (20 by default) from --onset
   leak               keeps every output tensor in a global list from the first request
   no_inference_mode  no inference_mode/no_grad, and a running metric accumulated as a
                      tensor, so every request's autograd graph (activations) stays alive
@@ -41,7 +49,8 @@ import torch  # noqa: E402
 
 import vram_exporter_client as vc  # noqa: E402
 
-MODES = ["healthy", "staircase", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "leak", "no_inference_mode"]
+MODES = ["healthy", "staircase", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "load_climb", "load_climb_leak",
+         "leak", "no_inference_mode"]
 MIB = 2**20
 
 ap = argparse.ArgumentParser()
@@ -54,10 +63,15 @@ ap.add_argument("--hold", type=float, default=120.0, help="seconds the burst hol
 ap.add_argument("--rate-mib", type=float, default=None, help="leak rate, MiB per minute")
 ap.add_argument("--rate", type=float, default=5.0, help="requests per second")
 ap.add_argument("--meta", default="", help="write the loop's timeline (JSON) here")
+ap.add_argument("--load-at", type=float, default=90.0, help="load_climb: seconds after start the traffic begins to climb")
+ap.add_argument("--load-rise", type=float, default=150.0, help="load_climb: seconds the traffic climbs (and falls)")
+ap.add_argument("--load-hold", type=float, default=120.0, help="load_climb: seconds the traffic holds its peak")
+ap.add_argument("--load-peak", type=float, default=24.0, help="load_climb: mean requests in flight at the peak")
+ap.add_argument("--report-load", action="store_true", help="count every request with reporter.request() (requests_in_flight)")
 args = ap.parse_args()
 
 mode = args.mode
-rate_mib = args.rate_mib if args.rate_mib is not None else {"slow_leak": 20.0, "fast_leak": 400.0}.get(mode, 0.0)
+rate_mib = args.rate_mib if args.rate_mib is not None else {"slow_leak": 20.0, "fast_leak": 400.0, "load_climb_leak": 20.0}.get(mode, 0.0)
 
 torch.manual_seed(0)
 rng = random.Random(1)
@@ -70,7 +84,7 @@ model = torch.nn.Sequential(
 start = time.time()
 onset = stop = None
 expect = "none"
-if mode in ("slow_leak", "fast_leak"):
+if mode in ("slow_leak", "fast_leak", "load_climb_leak"):
     onset, expect = start + args.onset, "leak"
     if mode == "fast_leak":
         stop = start + args.stop
@@ -80,6 +94,8 @@ elif mode == "staircase":
     onset, stop = start + 30, start + 130
 elif mode == "cache_fill":
     onset = start + 60
+elif mode == "load_climb":
+    onset, stop = start + args.load_at, start + args.load_at + 2 * args.load_rise + args.load_hold
 elif mode in ("leak", "no_inference_mode"):
     onset, expect = start, "leak"
 if args.meta:
@@ -95,6 +111,46 @@ if mode != "nvml_only":
                            sources=[vc.torch_source()])
     reporter.start()
 
+
+
+def load_mean(el):
+    """Mean requests in flight el seconds in: a raised cosine up, a hold, and down."""
+    d = el - args.load_at
+    up = lambda f: args.load_peak * (1 - math.cos(math.pi * f)) / 2  # noqa: E731
+    if d < 0 or d >= 2 * args.load_rise + args.load_hold:
+        return 0.0
+    if d < args.load_rise:
+        return up(d / args.load_rise)
+    if d < args.load_rise + args.load_hold:
+        return args.load_peak
+    return up(1 - (d - args.load_rise - args.load_hold) / args.load_rise)
+
+
+def poisson(m):
+    l, k, p = math.exp(-m), 0, rng.random()
+    while p > l:
+        k += 1
+        p *= rng.random()
+    return k
+
+
+class Request(object):
+    """One request in flight under load_climb: its activations, counted by
+    reporter.request() while it holds them when --report-load is given."""
+
+    def __init__(self):
+        self.ctx = reporter.request() if (reporter is not None and args.report_load) else None
+        if self.ctx is not None:
+            self.ctx.__enter__()
+        self.t = torch.empty(int(rng.uniform(6, 32) * MIB), dtype=torch.uint8, device=dev).fill_(1)
+
+    def end(self):
+        self.t = None
+        if self.ctx is not None:
+            self.ctx.__exit__(None, None, None)
+
+
+flight = []     # load_climb's requests in flight
 kept = []       # what a leak keeps
 cache = []      # the staircase's items
 held = None     # the burst's memory
@@ -119,7 +175,14 @@ while True:
             held = torch.empty(1024 * MIB, dtype=torch.uint8, device=dev).fill_(1)
         elif held is not None and now >= stop:
             held = None
-    if mode in ("slow_leak", "fast_leak") and now >= onset and (stop is None or now < stop):
+    if mode in ("load_climb", "load_climb_leak"):
+        # The next requests are taken on before the last ones end: while the mean is well
+        # above zero the server is never idle, and its floor is the least load in flight.
+        nxt = [Request() for _ in range(poisson(load_mean(el)))]
+        for r in flight:
+            r.end()
+        flight = nxt
+    if mode in ("slow_leak", "fast_leak", "load_climb_leak") and now >= onset and (stop is None or now < stop):
         kept_bytes += rate_mib * MIB * (now - max(last, onset)) / 60.0
         while kept_bytes >= MIB:  # keep it in 1 MiB tensors, as outputs kept per request
             kept.append(torch.empty(MIB, dtype=torch.uint8, device=dev).fill_(1))
@@ -131,6 +194,9 @@ while True:
     if mode == "no_inference_mode":
         batch, seq = 1, 8  # each kept graph holds ~0.3 MiB of activations: ~100 MiB/min
     x = torch.randn(batch, seq, hidden, device=dev, dtype=torch.bfloat16)
+    ctx = reporter.request() if (reporter is not None and args.report_load) else None
+    if ctx is not None:
+        ctx.__enter__()
     if mode == "no_inference_mode":
         out = model(x)
         score = out.float().pow(2).mean()
@@ -141,6 +207,8 @@ while True:
         if mode == "leak":
             kept.append(out[:, :8].clone())  # outputs kept across requests
     torch.cuda.synchronize()
+    if ctx is not None:
+        ctx.__exit__(None, None, None)
     if reporter is not None:
         reporter.sample_now()  # request boundary: the cleanest allocated floor
     n += 1
