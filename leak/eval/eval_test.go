@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +224,56 @@ func TestRealTraces(t *testing.T) {
 	zr, err := gzip.NewReader(f)
 	if err != nil || !zr.ModTime.IsZero() || zr.Name != "" {
 		t.Errorf("gzip header carries a name or a time: %v %q %v", zr.ModTime, zr.Name, err)
+	}
+}
+
+// TestRealLoadSignal: on round 8's H200 trace, the loop whose 20 MiB/min leak runs under
+// traffic that leaves no idle moment for minutes is flagged on the samples its client
+// said were at rest (request()); with the counts taken out of the same trace, as a client
+// that does not count its requests would have sent it, that leak is missed.
+func TestRealLoadSignal(t *testing.T) {
+	labels, err := ReadLabels("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l Label
+	for _, x := range labels.Traces {
+		if x.Name == "h200_r8_load_climb_leak" {
+			l = x
+		}
+	}
+	if l.Name == "" {
+		t.Fatal("labels.json has no h200_r8_load_climb_leak")
+	}
+	rc, err := open(filepath.Join("testdata", l.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := l.Trend.Apply(trend.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := loadData(raw, l, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !with.ours.Detected || with.ours.FalseAlarm {
+		t.Errorf("with the requests in flight: %s, want the leak flagged", outcomeCell(l, with.ours))
+	}
+	stripped := regexp.MustCompile(`,"in_flight":[0-9]+`).ReplaceAll(raw, nil)
+	if bytes.Equal(stripped, raw) {
+		t.Fatal("the trace carries no in_flight")
+	}
+	without, err := loadData(stripped, l, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if without.ours.Detected {
+		t.Errorf("without the requests in flight the leak is flagged too (%s): the trace no longer shows what the signal adds", outcomeCell(l, without.ours))
 	}
 }
