@@ -354,26 +354,29 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
 		if v.idleLost {
-			v.atRest = sc.restFit(h, xs, ps, max(2*ns, nj), sigma)
+			v.atRest = sc.restFit(h, xs, max(2*ns, nj), sigma)
 		}
 		if v.idleLostLong && v.longSpan >= nl/2 {
 			// The slow rule's span: the long window since the warm-up.
-			v.atRestLong = sc.restFit(h, xs[slo:], ps[slo:], nl, sigma)
+			v.atRestLong = sc.restFit(h, xs[slo:], nl, sigma)
 		}
 	}
 	return v
 }
 
-// restFit is a robust line through the floors, over the newest span buckets, that the
-// client said were at rest (see history.exactAt): where it reports its requests in
+// restFit is a robust line through the floors, over the newest span buckets, of the
+// samples the client said were at rest (see history.restAt): where it reports its requests in
 // flight, a server that lost its idle moments still shows the floor a leak grows in the
 // buckets that had one, however rare, and load does not lift those. Over two short
 // windows (or the judged window) because they are sparse.
-func (s *scratch) restFit(h *history, xs, ps []float64, span int64, sigma float64) fitResult {
+func (s *scratch) restFit(h *history, xs []float64, span int64, sigma float64) fitResult {
 	rx, ry := s.rx[:0], s.ry[:0]
 	for i := range xs {
-		if xs[i] > -float64(span) && h.exactAt(h.last+int64(xs[i])) {
-			rx, ry = append(rx, xs[i]), append(ry, ps[i])
+		if xs[i] <= -float64(span) {
+			continue
+		}
+		if f, ok := h.restAt(h.last + int64(xs[i])); ok {
+			rx, ry = append(rx, xs[i]), append(ry, f)
 		}
 	}
 	s.rx, s.ry = rx, ry

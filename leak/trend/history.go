@@ -42,6 +42,12 @@ type history struct {
 	load []uint8
 	// everRest: some sample since the last reset was at rest by the client's word.
 	everRest bool
+	// restFloor: idleCol's least value over the bucket's samples at rest (loadExact).
+	// Kept apart from the floor: a fast leak's floor is its bucket's first sample, the
+	// first at rest may come later in the bucket, and the fast rule's tests of evenness
+	// need the former. load and restFloor stay nil until the client first reports its
+	// requests in flight.
+	restFloor []float64
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -94,7 +100,7 @@ func newHistory(cfg Config, ncols, idleCol int) *history {
 		idleCol:   idleCol,
 	}
 	if idleCol >= 0 {
-		h.rest, h.seen, h.load = make([]uint8, n), make([]uint8, n), make([]uint8, n)
+		h.rest, h.seen = make([]uint8, n), make([]uint8, n)
 		h.idleT, h.idleV = make([]float64, 0, idleCap), make([]float64, 0, idleCap)
 	}
 	// One backing array for all columns: fewer allocations, better locality.
@@ -181,9 +187,8 @@ func (h *history) add(t time.Time, vals []float64, fresh bool, load int) (closed
 }
 
 // addLoad counts a sample of the idle column whose client said whether requests were in
-// flight. Where a bucket has samples at rest, its floor is theirs (see close): the
-// least of the others is load in flight, never below the rest floor and often far
-// above it under traffic.
+// flight, and keeps the least of those at rest: the floor a leak grows, where the least
+// of the others is load in flight, often far above it under traffic (see restAt).
 func (h *history) addLoad(v float64, fresh, rest bool) {
 	h.loadN++
 	if fresh {
@@ -253,18 +258,22 @@ func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
 	return int(h.rest[s]), int(h.seen[s]), true
 }
 
-// exactAt says whether bucket b's floor (idleCol) is one the client said was at rest.
-func (h *history) exactAt(b int64) bool {
+// restAt returns idleCol's floor over the samples of bucket b the client said were at
+// rest, if it had any and the ring still holds it.
+func (h *history) restAt(b int64) (float64, bool) {
 	n := int64(len(h.idx))
 	s := ((b % n) + n) % n
-	return h.idleCol >= 0 && h.idx[s] == b && h.load[s]&loadExact != 0
+	if h.load == nil || h.idx[s] != b || h.load[s]&loadExact == 0 {
+		return 0, false
+	}
+	return h.restFloor[s], true
 }
 
 // reportedAt says whether the client said which of bucket b's samples were at rest.
 func (h *history) reportedAt(b int64) bool {
 	n := int64(len(h.idx))
 	s := ((b % n) + n) % n
-	return h.idleCol >= 0 && h.idx[s] == b && h.load[s]&loadReported != 0
+	return h.load != nil && h.idx[s] == b && h.load[s]&loadReported != 0
 }
 
 func (h *history) close() {
@@ -287,16 +296,24 @@ func (h *history) close() {
 	h.idx[s], h.spreadIdx[ss] = b, b
 	h.span[ss] = h.curTo.Sub(h.curFrom)
 	if h.idleCol >= 0 {
-		h.rest[s], h.seen[s], h.load[s] = 0, 0, 0
+		h.rest[s], h.seen[s] = 0, 0
+		if h.load != nil {
+			h.load[s] = 0
+		}
 		switch n := len(h.idleV); {
 		case h.loadN > 0:
+			if h.load == nil {
+				// Only a process whose client reports its requests in flight pays for
+				// them (≈ 2 KB at the defaults).
+				h.load, h.restFloor = make([]uint8, len(h.idx)), make([]float64, len(h.idx))
+			}
 			// The client said which samples were at rest: they are the idle moments,
 			// counted as they are rather than inferred from values that come back to
 			// the floor (each at most idleCap, like the inferred count).
 			h.rest[s], h.seen[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
 			h.load[s] = loadReported
 			if !math.IsNaN(h.restMin) {
-				h.curMin[h.idleCol] = h.restMin
+				h.restFloor[s] = h.restMin
 				h.load[s] |= loadExact
 				h.everRest = true
 			}

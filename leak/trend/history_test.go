@@ -96,15 +96,15 @@ func TestIdleRestSkipsRepeats(t *testing.T) {
 	}
 }
 
-// TestReportedRest: where the client reports its requests in flight, a bucket's floor
-// of the idle column is the least of its samples at rest, however low the load in flight
-// dips, and its idle count is those samples; a bucket with none at rest keeps the least
-// load in flight and counts none; the other columns keep every sample's floor.
+// TestReportedRest: where the client reports its requests in flight, a bucket keeps the
+// least of its samples at rest apart from its floor (the least of all samples, which the
+// fast rule needs), and its idle count is those samples; a bucket with none at rest has
+// no floor at rest and counts none; other columns are untouched.
 func TestReportedRest(t *testing.T) {
 	cfg := DefaultConfig()
 	h := newHistory(cfg, 2, 0)
 	// Bucket 0: at rest at 100 MiB twice, and two samples with requests in flight, one
-	// of them below the floor at rest (so that the test tells which floor is kept).
+	// of them below the floor at rest (so that the test tells the two floors apart).
 	vals := []struct {
 		alloc, other float64
 		load         int
@@ -118,19 +118,25 @@ func TestReportedRest(t *testing.T) {
 	}
 	h.add(t0.Add(2*cfg.Bucket), []float64{1, 1}, true, loadBusy) // closes bucket 1
 	b0 := h.bucketOf(t0)
-	if f, _ := h.get(0, b0); f != 100*mib || !h.exactAt(b0) {
-		t.Errorf("bucket 0: floor %.0f MiB (at rest: %v), want the 100 MiB at rest", f/mib, h.exactAt(b0))
+	if f, ok := h.restAt(b0); !ok || f != 100*mib {
+		t.Errorf("bucket 0: floor at rest %.0f MiB (%v), want the 100 MiB at rest", f/mib, ok)
+	}
+	if f, _ := h.get(0, b0); f != 90*mib {
+		t.Errorf("bucket 0: floor %.0f MiB, want every sample's least, 90", f/mib)
 	}
 	if f, _ := h.get(1, b0); f != 4*mib {
 		t.Errorf("bucket 0, other column: floor %.0f MiB, want every sample's least, 4", f/mib)
 	}
-	if r, o, _ := h.idleOf(b0); r != 2 || o != 4 {
-		t.Errorf("bucket 0: %d of %d samples at rest, want 2 of 4", r, o)
+	if r, o, _ := h.idleOf(b0); r != 2 || o != 4 || !h.reportedAt(b0) {
+		t.Errorf("bucket 0: %d of %d samples at rest (reported %v), want 2 of 4, reported", r, o, h.reportedAt(b0))
 	}
-	if f, _ := h.get(0, b0+1); f != 650*mib || h.exactAt(b0+1) {
-		t.Errorf("bucket 1: floor %.0f MiB (at rest: %v), want the least load in flight, 650, not at rest", f/mib, h.exactAt(b0+1))
+	if f, ok := h.restAt(b0 + 1); ok {
+		t.Errorf("bucket 1: a floor at rest (%.0f MiB) without a sample at rest", f/mib)
 	}
 	if r, o, _ := h.idleOf(b0 + 1); r != 0 || o != 3 {
 		t.Errorf("bucket 1: %d of %d samples at rest, want 0 of 3", r, o)
+	}
+	if !h.everRest {
+		t.Error("a sample at rest was seen, everRest is false")
 	}
 }
