@@ -335,3 +335,46 @@ func TestProcessCmdlineIsOptIn(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsInFlight: a process whose client counts its requests has the count as a
+// gauge, 0 included (a moment at rest); one whose client does not has no such series.
+func TestRequestsInFlight(t *testing.T) {
+	v := fixtureView()
+	var counted, other *join.Process
+	for i := range v.Processes {
+		if p := &v.Processes[i]; p.Pushed && counted == nil {
+			counted = p
+		} else if p.Pushed && other == nil {
+			other = p
+		}
+	}
+	if counted == nil {
+		t.Fatal("the fixture has no pushing process")
+	}
+	for _, n := range []uint64{0, 7} {
+		counted.InFlight, counted.HasInFlight = n, true
+		mfs, err := newTestRegistry(t, v, nil).Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, mf := range mfs {
+			if mf.GetName() != "vram_process_requests_in_flight" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				pid := ""
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "pid" {
+						pid = l.GetValue()
+					}
+				}
+				got = append(got, pid+"="+strconv.FormatFloat(m.GetGauge().GetValue(), 'g', -1, 64))
+			}
+		}
+		want := strconv.Itoa(int(counted.PID)) + "=" + strconv.FormatUint(n, 10)
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("in flight %d: vram_process_requests_in_flight %v, want only %s", n, got, want)
+		}
+	}
+}

@@ -20,18 +20,18 @@ var (
 const sampled = " Sampled by the daemon every --nvml.poll-interval, not at scrape time."
 
 type descs struct {
-	nvmlUp, nvmlInfo, nvmlPollDuration, nvmlErrors                       *metricDesc
-	gpuInfo, gpuTotal, gpuUsed, gpuFree, gpuDriverReserved               *metricDesc
-	gpuBAR1Total, gpuBAR1Used                                            *metricDesc
-	procUsed, procUnattributed, procInfo, procRSS, procStart             *metricDesc
-	rtAllocated, rtReserved, rtCached, rtPeak, rtActive, rtInactiveSplit *metricDesc
-	rtLimit, rtRetries, rtOOMs                                           *metricDesc
-	pushConnections, pushConnectionsTotal, pushMessages, pushBytes       *metricDesc
-	pushRejected, pushDisconnects, pushProcesses, pushAge                *metricDesc
-	pushClientDropped, pushUnknownDevices                                *metricDesc
-	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion   *metricDesc
-	collectorSuccess, collectorDuration, demo                            *metricDesc
-	duplicates, duplicateBytes, headroom, largestWorker                  *metricDesc
+	nvmlUp, nvmlInfo, nvmlPollDuration, nvmlErrors                         *metricDesc
+	gpuInfo, gpuTotal, gpuUsed, gpuFree, gpuDriverReserved                 *metricDesc
+	gpuBAR1Total, gpuBAR1Used                                              *metricDesc
+	procUsed, procUnattributed, procInFlight, procInfo, procRSS, procStart *metricDesc
+	rtAllocated, rtReserved, rtCached, rtPeak, rtActive, rtInactiveSplit   *metricDesc
+	rtLimit, rtRetries, rtOOMs                                             *metricDesc
+	pushConnections, pushConnectionsTotal, pushMessages, pushBytes         *metricDesc
+	pushRejected, pushDisconnects, pushProcesses, pushAge                  *metricDesc
+	pushClientDropped, pushUnknownDevices                                  *metricDesc
+	growth, growthFit, verdict, gpuGrowth, gpuGrowthFit, gpuExhaustion     *metricDesc
+	collectorSuccess, collectorDuration, demo                              *metricDesc
+	duplicates, duplicateBytes, headroom, largestWorker                    *metricDesc
 	// The bounds of issue 11: what senders hold against their limits, and what was left out.
 	pushSeries, pushPIDReused, trendKeys, trendUntracked *metricDesc
 	diag                                                 diagDescs
@@ -63,6 +63,7 @@ func newDescs() descs {
 
 		procUsed:         nd("process_gpu_memory_used_bytes", "GPU memory a process holds as the driver sees it (NVML compute, graphics and MPS lists, deduplicated). pid is a host PID. The compute list is read every --nvml.poll-interval, the graphics and MPS lists every 5 s (the last ones kept in between; a process in the compute list has this tick's figure).", procLabels...),
 		procUnattributed: nd("process_unattributed_bytes", "Driver view minus allocator view: process GPU memory used minus the reserved bytes of its top-level pushed pools. CUDA context, cuBLAS/cuDNN/NCCL workspaces, TensorRT persistent memory, plugins. Negative when an allocator reports more than the driver sees."+sampled, procLabels...),
+		procInFlight:     nd("process_requests_in_flight", "Requests the process had in flight when its client read the allocator stats of its newest push: only from clients that count their requests (the Python client's reporter.request()), the largest of the process's connections. 0 is a moment at rest, when the allocated bytes are the floor a leak grows; a server that never reaches 0 has load in flight as its floor, and the leak detector holds what that floor does.", procLabels...),
 		procInfo:         nd("process_info", "Facts about a GPU process from procfs; always 1. Join with `* on(pid) group_left(comm, container_id) vram_process_info`. container_id matches kube-state-metrics.", "pid", "comm", "cmdline", "container_id", "pod_uid"),
 		procRSS:          nd("process_host_rss_bytes", "Host (CPU) resident set size of a GPU process, from procfs, read again at most every 10 s."+sampled, "pid"),
 		procStart:        nd("process_start_time_seconds", "Start time of a GPU process since the Unix epoch; a new value for the same pid is a new process.", "pid"),
@@ -117,7 +118,7 @@ func (d descs) all() []*metricDesc {
 	out := []*metricDesc{
 		d.nvmlUp, d.nvmlInfo, d.nvmlPollDuration, d.nvmlErrors,
 		d.gpuInfo, d.gpuTotal, d.gpuUsed, d.gpuFree, d.gpuDriverReserved, d.gpuBAR1Total, d.gpuBAR1Used,
-		d.procUsed, d.procUnattributed, d.procInfo, d.procRSS, d.procStart,
+		d.procUsed, d.procUnattributed, d.procInFlight, d.procInfo, d.procRSS, d.procStart,
 		d.rtAllocated, d.rtReserved, d.rtCached, d.rtPeak, d.rtActive, d.rtInactiveSplit, d.rtLimit, d.rtRetries, d.rtOOMs,
 		d.pushConnections, d.pushConnectionsTotal, d.pushMessages, d.pushBytes, d.pushRejected, d.pushDisconnects,
 		d.pushProcesses, d.pushAge, d.pushClientDropped, d.pushUnknownDevices,

@@ -177,6 +177,7 @@ type proc struct {
 	ooms       uint64
 	dropped    uint64
 	inactSplit float64
+	inFlight   uint64 // requests in flight at the sample (the torch servers count theirs)
 	oomFloor   float64
 	oomSeq     uint64
 	oomEvents  []push.OOMEvent // the newest push.MaxOOMEvents
@@ -550,6 +551,10 @@ func (n *Node) simulate(p *proc, s int64) {
 		act = t.act * (0.15 + 0.85*p.rng.Float64())
 	}
 	p.allocated = floor + act
+	p.inFlight = 0
+	if act > 0 {
+		p.inFlight = 1
+	}
 	if t.kv > 0 {
 		p.kvUsed = t.kv * (0.2 + 0.5*p.rng.Float64())
 	}
@@ -659,6 +664,9 @@ func (n *Node) push(p *proc, s int64, store Store) {
 	msg := push.Message{
 		V: push.Version, Runtime: "torch", RuntimeVersion: "2.7.1+cu126", Labels: p.labels, ClientDropped: p.dropped,
 		Devices: []push.Device{dev}, Allocator: p.t.allocator,
+		// The torch servers count their requests (reporter.request()); the JAX and
+		// TensorRT ones do not, as a client that has not opted in.
+		RequestsInFlight: push.Optional{Value: p.inFlight, Set: true},
 	}
 	// A refusal (the store's process bound) is what a real client would see too; the
 	// demo keeps going.

@@ -401,6 +401,9 @@ func wire(m push.Message) map[string]any {
 	if m.Allocator != nil {
 		out["allocator"] = m.Allocator
 	}
+	if m.RequestsInFlight.Set {
+		out["requests_in_flight"] = m.RequestsInFlight.Value
+	}
 	return out
 }
 

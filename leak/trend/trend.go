@@ -72,8 +72,9 @@ type Config struct {
 	MaxKeys int
 }
 
-// DefaultMaxKeys is MaxKeys' default. A history costs about 16 KB (README, "What it
-// costs"), so the bound is some 32 MB at the worst; a node has a few hundred GPU
+// DefaultMaxKeys is MaxKeys' default. A history costs about 16 KB, 18 KB where the client
+// counts its requests in flight (README, "What it costs"), so the bound is some 37 MB at
+// the worst; a node has a few hundred GPU
 // processes at most (a few dozen per GPU under MPS).
 const DefaultMaxKeys = 2048
 
