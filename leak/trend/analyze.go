@@ -348,15 +348,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	// The fast rule counts the idle moments by the client's word where it gives it: a
-	// steep rise's samples come back to the floor, in value, no more than load's do.
-	idleAt := func(i int) (int, int, bool) {
-		b := h.last + int64(xs[i])
-		if r, o, ok := h.exactOf(b); ok {
-			return r, o, true
-		}
-		return h.idleOf(b)
-	}
+	idleAt := func(i int) (int, int, bool) { return h.idleOf(h.last + int64(xs[i])) }
 	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
@@ -416,22 +408,8 @@ const idleGone = 8
 // the load climbs, smoothly, at a slow leak's pace (load_diurnal). A server that was
 // busy all along never showed such a share, and is judged as before.
 func idle(h *history, ns int64) (now, ever bool) {
-	now, ever = idleBy(h, ns, h.idleOf, false)
-	if h.load != nil {
-		// The client's word too: what it says was busy is busy, and values that come back
-		// to the floor by chance under load do not say otherwise; nor does its word undo
-		// what the values say (a garbage collector's ramp between requests: samples at rest
-		// that no longer come back to the floor).
-		n, e := idleBy(h, ns, h.exactOf, true)
-		now, ever = now || n, ever || e
-	}
-	return now, ever
-}
-
-// idleBy is idle on the counts get gives (inferred, or the client's when told).
-func idleBy(h *history, ns int64, get func(int64) (int, int, bool), told bool) (now, ever bool) {
 	for m := max(ns/2, minPoints); ; m = ns {
-		now, ever, sure := idleOver(h, m, get, told)
+		now, ever, sure := idleOver(h, m)
 		if sure || m >= ns {
 			return now, ever
 		}
@@ -440,21 +418,22 @@ func idleBy(h *history, ns int64, get func(int64) (int, int, bool), told bool) (
 
 // idleOver is idle's test over stretches of m buckets, newest first (at most the newest
 // 48, which bounds the work at any settings); sure says whether the newest was due
-// idleExpect returns, without which it says nothing of now. told: the counts are the
-// client's, and a stretch with none at rest of a process that was at rest before lost
-// its idle moments on that word alone.
-func idleOver(h *history, m int64, get func(int64) (int, int, bool), told bool) (now, ever, sure bool) {
+// idleExpect returns, without which it says nothing of now.
+func idleOver(h *history, m int64) (now, ever, sure bool) {
 	var rets, obs [2 * longBlocks]int // each stretch's returns, and its samples after the first
+	var told [2 * longBlocks]bool     // the client said which samples were at rest, in every bucket
 	k, best := 0, 0.0
 	nl := int64(len(h.idx))
 	for end := h.last; end-m >= h.last-nl && k < len(rets); end -= m {
 		var r, o int
+		all := true
 		for b := end - m + 1; b <= end; b++ {
-			if ri, oi, ok := get(b); ok {
+			if ri, oi, ok := h.idleOf(b); ok {
 				r, o = r+ri, o+oi
+				all = all && h.reportedAt(b)
 			}
 		}
-		rets[k], obs[k] = r, o
+		rets[k], obs[k], told[k] = r, o, all && o > 0
 		if int64(o) >= m {
 			best = math.Max(best, float64(r)/float64(o))
 		}
@@ -462,12 +441,13 @@ func idleOver(h *history, m int64, get func(int64) (int, int, bool), told bool) 
 	}
 	for i := range k {
 		due := best * float64(obs[i])
-		// None at rest in idleExpect samples, by the client's word, of a process that was
-		// at rest before: whatever the window still holds of its quieter hours.
-		toldLost := told && h.everRest && rets[i] == 0 && obs[i] >= idleExpect
+		// Where the client says which samples were at rest, none in idleExpect of a
+		// process that has been at rest before is the idle moments gone, whatever the
+		// window still holds of its quieter hours.
+		toldLost := told[i] && h.everRest && rets[i] == 0 && obs[i] >= idleExpect
 		lost := (due >= idleExpect && 4*float64(rets[i]) <= due) || toldLost
 		if i == 0 {
-			now, sure = lost, due >= idleExpect || (told && obs[i] >= idleExpect)
+			now, sure = lost, due >= idleExpect || (told[i] && obs[i] >= idleExpect)
 		}
 		ever = ever || lost
 	}

@@ -48,9 +48,6 @@ type history struct {
 	// need the former. load and restFloor stay nil until the client first reports its
 	// requests in flight.
 	restFloor []float64
-	// restX, seenX: the client's count of the bucket's fresh samples at rest, and of its
-	// fresh samples that said (rest and seen are inferred, for every process).
-	restX, seenX []uint8
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -261,17 +258,6 @@ func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
 	return int(h.rest[s]), int(h.seen[s]), true
 }
 
-// exactOf is idleOf by the client's word: how many of bucket b's fresh samples it said
-// were at rest, and how many said, if it said for that bucket.
-func (h *history) exactOf(b int64) (rest, seen int, ok bool) {
-	n := int64(len(h.idx))
-	s := ((b % n) + n) % n
-	if h.load == nil || h.idx[s] != b || h.load[s]&loadReported == 0 {
-		return 0, 0, false
-	}
-	return int(h.restX[s]), int(h.seenX[s]), true
-}
-
 // restAt returns idleCol's floor over the samples of bucket b the client said were at
 // rest, if it had any and the ring still holds it.
 func (h *history) restAt(b int64) (float64, bool) {
@@ -314,26 +300,25 @@ func (h *history) close() {
 		if h.load != nil {
 			h.load[s] = 0
 		}
-		if n := len(h.idleV); n > 0 {
-			h.rest[s], h.seen[s] = uint8(h.idleRest()), uint8(n-1)
-		}
-		if h.loadN > 0 {
+		switch n := len(h.idleV); {
+		case h.loadN > 0:
 			if h.load == nil {
 				// Only a process whose client reports its requests in flight pays for
-				// them (≈ 2.5 KB at the defaults).
-				n := len(h.idx)
-				h.load, h.restFloor, h.restX, h.seenX = make([]uint8, n), make([]float64, n), make([]uint8, n), make([]uint8, n)
+				// them (≈ 2 KB at the defaults).
+				h.load, h.restFloor = make([]uint8, len(h.idx)), make([]float64, len(h.idx))
 			}
-			// The client said which samples were at rest: its count of the idle
-			// moments, beside the inferred one (see idle in analyze), each at most
-			// idleCap like that one.
-			h.restX[s], h.seenX[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
+			// The client said which samples were at rest: they are the idle moments,
+			// counted as they are rather than inferred from values that come back to
+			// the floor (each at most idleCap, like the inferred count).
+			h.rest[s], h.seen[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
 			h.load[s] = loadReported
 			if !math.IsNaN(h.restMin) {
 				h.restFloor[s] = h.restMin
 				h.load[s] |= loadExact
 				h.everRest = true
 			}
+		case n > 0:
+			h.rest[s], h.seen[s] = uint8(h.idleRest()), uint8(n-1)
 		}
 	}
 	for c := range h.floor {

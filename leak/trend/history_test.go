@@ -98,8 +98,8 @@ func TestIdleRestSkipsRepeats(t *testing.T) {
 
 // TestReportedRest: where the client reports its requests in flight, a bucket keeps the
 // least of its samples at rest apart from its floor (the least of all samples, which the
-// fast rule needs), and the client's idle count is those samples; a bucket with none at
-// rest has no floor at rest and counts none; other columns are untouched.
+// fast rule needs), and its idle count is those samples; a bucket with none at rest has
+// no floor at rest and counts none; other columns are untouched.
 func TestReportedRest(t *testing.T) {
 	cfg := DefaultConfig()
 	h := newHistory(cfg, 2, 0)
@@ -127,13 +127,13 @@ func TestReportedRest(t *testing.T) {
 	if f, _ := h.get(1, b0); f != 4*mib {
 		t.Errorf("bucket 0, other column: floor %.0f MiB, want every sample's least, 4", f/mib)
 	}
-	if r, o, _ := h.exactOf(b0); r != 2 || o != 4 || !h.reportedAt(b0) {
+	if r, o, _ := h.idleOf(b0); r != 2 || o != 4 || !h.reportedAt(b0) {
 		t.Errorf("bucket 0: %d of %d samples at rest (reported %v), want 2 of 4, reported", r, o, h.reportedAt(b0))
 	}
 	if f, ok := h.restAt(b0 + 1); ok {
 		t.Errorf("bucket 1: a floor at rest (%.0f MiB) without a sample at rest", f/mib)
 	}
-	if r, o, _ := h.exactOf(b0 + 1); r != 0 || o != 3 {
+	if r, o, _ := h.idleOf(b0 + 1); r != 0 || o != 3 {
 		t.Errorf("bucket 1: %d of %d samples at rest, want 0 of 3", r, o)
 	}
 	if !h.everRest {

@@ -73,9 +73,9 @@ type Config struct {
 }
 
 // DefaultMaxKeys is MaxKeys' default. A history costs about 16 KB, 18 KB where the client
-// counts its requests in flight (README, "What it costs"), so the bound is some 37 MB at
-// the worst; a node has a few hundred GPU
-// processes at most (a few dozen per GPU under MPS).
+// counts its requests in flight (README, "What it costs"), so the bound is some 36 MB at
+// the worst; a node has a few hundred GPU processes at most (a few dozen per GPU under
+// MPS).
 const DefaultMaxKeys = 2048
 
 // MiBPerMinute is one MiB per minute in bytes per second, the unit people think in.
