@@ -161,6 +161,25 @@ def torch_stats(allocated, reserved, peak=None, active=None, inactive=0, retries
     }
 
 
+def run_workers(fn, n):
+    """Runs fn(i) in n threads, i = 0..n-1, waits for them all and returns what they
+    raised."""
+    errs = []
+
+    def wrap(i):
+        try:
+            fn(i)
+        except Exception as e:  # pragma: no cover - the callers assert there is none
+            errs.append(e)
+
+    ts = [threading.Thread(target=wrap, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return errs
+
+
 def is_protocol_int(v):
     return type(v) is int and 0 <= v <= 1 << 50
 
@@ -765,20 +784,12 @@ class ThreadTest(Base):
         r = self.reporter(interval=0.001)
         r.set_pool(UUID0, "p", allocated=1, reserved=1)
         r.start()
-        errs = []
 
-        def worker():
-            try:
-                for _ in range(200):
-                    r.sample_now()
-            except Exception as e:  # pragma: no cover
-                errs.append(e)
+        def worker(_i):
+            for _ in range(200):
+                r.sample_now()
 
-        ts = [threading.Thread(target=worker) for _ in range(4)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        errs = run_workers(worker, 4)
         r.stop()
         self.assertEqual(errs, [])
         n = 0
@@ -874,28 +885,20 @@ class RequestsInFlightTest(Base):
         r.set_pool(UUID0, "p", allocated=1, reserved=1)
         r.start()  # the background thread samples meanwhile
         go = threading.Barrier(8)
-        errs = []
 
         def worker(i):
-            try:
-                go.wait()
-                for n in range(500):
-                    try:
-                        with r.request():
-                            if n % 50 == 0:
-                                time.sleep(0)  # yield: let the others and the sampler run
-                            if (i + n) % 7 == 0:
-                                raise KeyError(n)
-                    except KeyError:
-                        pass
-            except Exception as e:  # pragma: no cover
-                errs.append(e)
+            go.wait()
+            for n in range(500):
+                try:
+                    with r.request():
+                        if n % 50 == 0:
+                            time.sleep(0)  # yield: let the others and the sampler run
+                        if (i + n) % 7 == 0:
+                            raise KeyError(n)
+                except KeyError:
+                    pass
 
-        ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
+        errs = run_workers(worker, 8)
         r.stop()
         self.assertEqual(errs, [])
         self.assertEqual(r._in_flight, 0)
