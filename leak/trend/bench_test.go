@@ -9,9 +9,23 @@ import (
 
 // BenchmarkObserve feeds 1,000 (pid, uuid) series round-robin at a 1 s cadence, so
 // every 30th round closes a bucket for each: ns/op is the amortised cost of one sample.
+// The load variant's client counts its requests in flight, at rest every other sample.
 func BenchmarkObserve(b *testing.B) {
-	for _, n := range []int{1, 1000} {
-		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n    int
+		load bool
+	}{{1, false}, {1000, false}, {1000, true}} {
+		n := c.n
+		name := fmt.Sprintf("series=%d", n)
+		if c.load {
+			name += "/load"
+		}
+		sample := func(k Key, r int) Sample {
+			s := sample(k, r)
+			s.InFlight, s.HasInFlight = uint32(r%2), c.load
+			return s
+		}
+		b.Run(name, func(b *testing.B) {
 			e, _ := NewEngine(DefaultConfig())
 			keys := make([]Key, n)
 			for i := range keys {
