@@ -84,6 +84,7 @@ func Node(now time.Time, verdict trend.Verdict) *join.View {
 					{Name: "vllm.kv_cache", Parent: "torch", Allocated: 512 * mib, Reserved: 512 * mib},
 				},
 				AllocatedBytes: 1 * gib, ReservedBytes: 1536 * mib, LastPush: now.Add(-2 * time.Second),
+				InFlight: 3, HasInFlight: true, // its client counts its requests
 				HasUnattributed: true, UnattributedBytes: 512 * mib,
 				HasTrend: true, Trend: trend.Result{Verdict: verdict, Growth: []trend.Growth{
 					{Series: "allocated", Window: "short", BytesPerSecond: 204800, Fit: 0.99, Valid: true},
