@@ -962,27 +962,6 @@ class RequestsInFlightTest(Base):
             self.assertEqual(self.msg(srv, r)["requests_in_flight"], 1 << 20)
         r._in_flight = 0
 
-    @unittest.skipUnless(hasattr(os, "fork"), "needs fork")
-    def test_fork_child_starts_idle(self):
-        srv = self.server()
-        r = self.reporter()
-        with r.request():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)
-                pid = os.fork()
-            if pid == 0:  # the parent's request never ends in the child
-                code = 1
-                try:
-                    ok = r._in_flight == 0 and r.sample_now()
-                    code = 0 if ok else 2
-                finally:
-                    os._exit(code)
-        self.assertEqual(r._in_flight, 0)  # the parent's count is untouched by the child
-        _, status = os.waitpid(pid, 0)
-        self.assertEqual(os.WEXITSTATUS(status), 0)
-        _cid, cpid, msg, _ = srv.get()
-        self.assertEqual((cpid, msg["requests_in_flight"]), (pid, 0))
-
 
 @unittest.skipUnless(hasattr(os, "fork"), "needs fork")
 class ForkTest(Base):
@@ -998,6 +977,19 @@ class ForkTest(Base):
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
         return pid, os.WEXITSTATUS(status)
+
+    def test_fork_child_starts_idle(self):
+        """A forked child has none of its parent's requests in flight, and its own
+        sample says so; the parent's count is untouched by the child."""
+        srv = self.server()
+        r = self.reporter()
+        with r.request():
+            child_pid, code = self._fork(lambda: r._in_flight == 0 and r.sample_now())
+            self.assertEqual(code, 0)
+            self.assertEqual(r._in_flight, 1)
+        self.assertEqual(r._in_flight, 0)
+        _cid, cpid, msg, _ = srv.get()
+        self.assertEqual((cpid, msg["requests_in_flight"]), (child_pid, 0))
 
     def test_fork_child_uses_new_connection(self):
         srv = self.server()
