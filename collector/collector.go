@@ -206,7 +206,7 @@ func (c *Collector) collectProcesses(e *emitter, v *join.View) bool {
 		if p.HasUnattributed {
 			e.gauge(c.d.procUnattributed, float64(p.UnattributedBytes), pid, p.UUID, p.GPU)
 		}
-		if p.Pushed && p.HasInFlight {
+		if p.HasInFlight {
 			gauge(e, c.d.procInFlight, p.InFlight, pid, p.UUID, p.GPU)
 		}
 		if seen[p.PID] || !p.HasFacts {

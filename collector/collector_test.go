@@ -340,12 +340,12 @@ func TestProcessCmdlineIsOptIn(t *testing.T) {
 // gauge, 0 included (a moment at rest); one whose client does not has no such series.
 func TestRequestsInFlight(t *testing.T) {
 	v := fixtureView()
-	var counted, other *join.Process
+	var counted *join.Process
 	for i := range v.Processes {
 		if p := &v.Processes[i]; p.Pushed && counted == nil {
 			counted = p
-		} else if p.Pushed && other == nil {
-			other = p
+		} else if p.HasInFlight {
+			t.Fatalf("the fixture's pid %d reports its requests in flight too: the test wants one that does not", p.PID)
 		}
 	}
 	if counted == nil {

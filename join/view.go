@@ -140,7 +140,7 @@ func (p *Process) Sample(t time.Time) trend.Sample {
 		Allocated: float64(p.AllocatedBytes), HasAllocated: p.Pushed,
 		Reserved: float64(p.ReservedBytes), HasReserved: p.Pushed,
 		Repeat:   p.Pushed && p.PushRepeat,
-		InFlight: uint32(min(p.InFlight, math.MaxUint32)), HasInFlight: p.Pushed && p.HasInFlight,
+		InFlight: uint32(min(p.InFlight, math.MaxUint32)), HasInFlight: p.HasInFlight,
 	}
 }
 

@@ -817,7 +817,8 @@ class RequestsInFlightTest(Base):
             self.assertNotIn("requests_in_flight", self.msg(srv, r))
         r.request()  # made, never entered: not used yet
         self.assertNotIn("requests_in_flight", self.msg(srv, r))
-        self.assertNotIn(b"requests_in_flight", r._encode(*r._collect(), 0))
+        self.assertIsNone(r._requests_in_flight())
+        self.assertNotIn(b"requests_in_flight", r._encode(*r._collect(), 0, r._requests_in_flight()))
 
     def test_count_inside_and_after(self):
         srv = self.server()

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // pythonClient starts the real Python client (client/python) as its own process. The
@@ -191,31 +190,32 @@ r.stop()
 `
 
 // TestRealClientRequestsInFlight: the real Python client's request() reaches the real
-// daemon, whose recorded trace (what replay and the evaluation read) carries the count:
-// two in flight, then none once they end.
+// daemon: /metrics shows the count (two in flight, then none once they end) and the
+// recorded trace, what replay and the evaluation read, carries both.
 func TestRealClientRequestsInFlight(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "trace.jsonl")
 	d := startDaemon(t, "--trace.record="+trace)
 	p := startPython(t, d.socket, requestScript)
-	waitTrace := func(what, want string) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			b, _ := os.ReadFile(trace)
-			if strings.Contains(string(b), `"pid":`+p.pid+`,`) && strings.Contains(string(b), want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the trace never carried %s:\n%s", what, want, b)
-			}
-			time.Sleep(50 * time.Millisecond)
+	inFlight := func(n string) func(string) bool {
+		return func(m string) bool {
+			v, ok := metricValue(m, `vram_process_requests_in_flight{gpu="",pid="`+p.pid+`",uuid="GPU-11111111-2222-3333-4444-555555555555"}`)
+			return ok && v == n
 		}
 	}
-	waitTrace("two requests held", `"in_flight":2`)
+	d.waitMetrics("two requests held", inFlight("2"))
 	if _, err := io.WriteString(p.stdin, "\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitTrace("the requests ended", `"in_flight":0`)
+	d.waitMetrics("the requests ended", inFlight("0"))
 	p.exit(t)
-	d.stop()
+	d.stop() // flushes the trace
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"in_flight":2`, `"in_flight":0`} {
+		if !strings.Contains(string(b), `"pid":`+p.pid+`,`) || !strings.Contains(string(b), want) {
+			t.Errorf("the trace of pid %s lacks %s:\n%s", p.pid, want, b)
+		}
+	}
 }

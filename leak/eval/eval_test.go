@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -265,7 +264,7 @@ func TestRealLoadSignal(t *testing.T) {
 	if !with.ours.Detected || with.ours.FalseAlarm {
 		t.Errorf("with the requests in flight: %s, want the leak flagged", outcomeCell(l, with.ours))
 	}
-	stripped := regexp.MustCompile(`,"in_flight":[0-9]+`).ReplaceAll(raw, nil)
+	stripped := inFlightField.ReplaceAll(raw, nil)
 	if bytes.Equal(stripped, raw) {
 		t.Fatal("the trace carries no in_flight")
 	}

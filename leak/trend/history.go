@@ -36,17 +36,15 @@ type history struct {
 	// first idleCap samples.
 	idleCol    int
 	rest, seen []uint8
-	// load: whether the client said which of the bucket's samples were at rest
-	// (loadReported), and whether its floor is theirs (loadExact: none in flight, see
-	// addLoad), not the least load in flight.
-	load []uint8
+	// reported: the client said which of the bucket's samples were at rest.
+	reported []bool
 	// everRest: some sample since the last reset was at rest by the client's word.
 	everRest bool
-	// restFloor: idleCol's least value over the bucket's samples at rest (loadExact).
-	// Kept apart from the floor: a fast leak's floor is its bucket's first sample, the
-	// first at rest may come later in the bucket, and the fast rule's tests of evenness
-	// need the former. load and restFloor stay nil until the client first reports its
-	// requests in flight.
+	// restFloor: idleCol's least value over the bucket's samples at rest, NaN when none
+	// was (see addLoad). Kept apart from the floor: a fast leak's floor is its bucket's
+	// first sample, the first at rest may come later in the bucket, and the fast rule's
+	// tests of evenness need the former. reported and restFloor stay nil until the
+	// client first reports its requests in flight.
 	restFloor []float64
 
 	started bool
@@ -68,12 +66,6 @@ type history struct {
 	loadN, loadFresh, restN int
 	restMin                 float64
 }
-
-// A bucket's load flags (history.load).
-const (
-	loadReported = 1 << iota
-	loadExact
-)
 
 // A sample's load, as the client reported it.
 const (
@@ -250,9 +242,8 @@ func (h *history) idleRest() int {
 // idleOf is how many samples of bucket b after its first came back to its floor, and how
 // many there were, if the ring holds it (idleCol only).
 func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
-	n := int64(len(h.idx))
-	s := int(((b % n) + n) % n)
-	if h.idleCol < 0 || h.idx[s] != b || h.seen[s] == 0 {
+	s, held := h.slot(b)
+	if h.idleCol < 0 || !held || h.seen[s] == 0 {
 		return 0, 0, false
 	}
 	return int(h.rest[s]), int(h.seen[s]), true
@@ -261,9 +252,8 @@ func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
 // restAt returns idleCol's floor over the samples of bucket b the client said were at
 // rest, if it had any and the ring still holds it.
 func (h *history) restAt(b int64) (float64, bool) {
-	n := int64(len(h.idx))
-	s := ((b % n) + n) % n
-	if h.load == nil || h.idx[s] != b || h.load[s]&loadExact == 0 {
+	s, held := h.slot(b)
+	if h.reported == nil || !held || !h.reported[s] || math.IsNaN(h.restFloor[s]) {
 		return 0, false
 	}
 	return h.restFloor[s], true
@@ -271,9 +261,15 @@ func (h *history) restAt(b int64) (float64, bool) {
 
 // reportedAt says whether the client said which of bucket b's samples were at rest.
 func (h *history) reportedAt(b int64) bool {
+	s, held := h.slot(b)
+	return h.reported != nil && held && h.reported[s]
+}
+
+// slot is bucket b's slot in the long-window rings, if they still hold it.
+func (h *history) slot(b int64) (int, bool) {
 	n := int64(len(h.idx))
-	s := ((b % n) + n) % n
-	return h.load != nil && h.idx[s] == b && h.load[s]&loadReported != 0
+	s := int(((b % n) + n) % n)
+	return s, h.idx[s] == b
 }
 
 func (h *history) close() {
@@ -297,26 +293,22 @@ func (h *history) close() {
 	h.span[ss] = h.curTo.Sub(h.curFrom)
 	if h.idleCol >= 0 {
 		h.rest[s], h.seen[s] = 0, 0
-		if h.load != nil {
-			h.load[s] = 0
+		if h.reported != nil {
+			h.reported[s], h.restFloor[s] = false, math.NaN()
 		}
 		switch n := len(h.idleV); {
 		case h.loadN > 0:
-			if h.load == nil {
+			if h.reported == nil {
 				// Only a process whose client reports its requests in flight pays for
 				// them (≈ 2 KB at the defaults).
-				h.load, h.restFloor = make([]uint8, len(h.idx)), make([]float64, len(h.idx))
+				h.reported, h.restFloor = make([]bool, len(h.idx)), make([]float64, len(h.idx))
 			}
 			// The client said which samples were at rest: they are the idle moments,
 			// counted as they are rather than inferred from values that come back to
 			// the floor (each at most idleCap, like the inferred count).
 			h.rest[s], h.seen[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
-			h.load[s] = loadReported
-			if !math.IsNaN(h.restMin) {
-				h.restFloor[s] = h.restMin
-				h.load[s] |= loadExact
-				h.everRest = true
-			}
+			h.reported[s], h.restFloor[s] = true, h.restMin
+			h.everRest = h.everRest || !math.IsNaN(h.restMin)
 		case n > 0:
 			h.rest[s], h.seen[s] = uint8(h.idleRest()), uint8(n-1)
 		}
@@ -331,9 +323,8 @@ func (h *history) close() {
 
 // get returns the floor of column c in bucket b, if the ring still holds it.
 func (h *history) get(c int, b int64) (float64, bool) {
-	n := int64(len(h.idx))
-	s := int(((b % n) + n) % n)
-	if h.idx[s] != b {
+	s, held := h.slot(b)
+	if !held {
 		return 0, false
 	}
 	v := h.floor[c][s]

@@ -103,6 +103,8 @@ func TestIdleRestSkipsRepeats(t *testing.T) {
 func TestReportedRest(t *testing.T) {
 	cfg := DefaultConfig()
 	h := newHistory(cfg, 2, 0)
+	// The bucket before: its client did not say yet.
+	h.add(t0.Add(-cfg.Bucket), []float64{50 * mib, 1 * mib}, true, loadUnknown)
 	// Bucket 0: at rest at 100 MiB twice, and two samples with requests in flight, one
 	// of them below the floor at rest (so that the test tells the two floors apart).
 	vals := []struct {
@@ -135,6 +137,9 @@ func TestReportedRest(t *testing.T) {
 	}
 	if r, o, _ := h.idleOf(b0 + 1); r != 0 || o != 3 {
 		t.Errorf("bucket 1: %d of %d samples at rest, want 0 of 3", r, o)
+	}
+	if f, ok := h.restAt(b0 - 1); ok || h.reportedAt(b0-1) {
+		t.Errorf("the bucket before the client first said: a floor at rest %.0f MiB (%v), reported %v; want neither", f/mib, ok, h.reportedAt(b0-1))
 	}
 	if !h.everRest {
 		t.Error("a sample at rest was seen, everRest is false")

@@ -874,12 +874,14 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	// resumed filling after its warm-up fit a line over half an hour too (measured: a
 	// TensorRT-style staircase paged after 30 minutes).
 	longOK := v.longSpan >= int64(cfg.LongWindow/cfg.Bucket/2)
-	// The slow rule: the long window since the warm-up rises at rate with R² fit,
-	// without slowing down, by more than sig, and its newest quarter still rises.
+	// The slow rule: the long window since the warm-up rises at rate with R² fit, by more
+	// than sig (slowLine: the envelope's, or the floors at rest's where the idle moments
+	// were lost), without slowing down, and its newest quarter still rises.
+	slowLine := func(f fitResult, rate, fit float64) bool {
+		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && f.rise >= v.sig
+	}
 	slowOK := func(rate, fit float64) bool {
-		f := v.envLong
-		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && !v.decel && f.rise >= v.sig &&
-			v.recent.ok && v.recent.slope/b >= rate/2
+		return slowLine(v.envLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2
 	}
 	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && !v.idleGone && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
@@ -898,8 +900,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 			// filling to its budget (see slowing), not a leak.
 			keep = keep && !(g.roomy && v.slowing)
 		case ruleSlow:
-			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) ||
-				(g.rest && v.atRestLong.ok && v.atRestLong.slope/b >= cfg.SlowRate/2 && v.atRestLong.r2 >= cfg.MinFit-0.2)
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, cfg.SlowRate/2, cfg.MinFit-0.2))
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
@@ -936,8 +937,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
-	slowAtRest := longOK && v.atRestLong.ok && v.atRestLong.slope/b >= cfg.SlowRate && v.atRestLong.r2 >= cfg.MinFit &&
-		v.atRestLong.highs >= minHighs && v.atRestLong.rise >= v.sig
+	slowAtRest := slowLine(v.atRestLong, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs
 	held := v.idleLost && !filling && !atRest
 	*g = growState{}
 	switch {

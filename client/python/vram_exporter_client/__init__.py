@@ -1568,12 +1568,9 @@ class Reporter(object):
 
     def _encode(self, runtime: str, rversion: Optional[str],
                 devices: List[Tuple[str, List[str]]], dropped: int,
-                in_flight: Optional[int] = -1) -> bytes:
-        """The message.  in_flight: requests in flight while the stats were read, None
-        to leave requests_in_flight out; by default the count now (None before the
-        first request())."""
-        if in_flight is not None and in_flight < 0:
-            in_flight = self._requests_in_flight()
+                in_flight: Optional[int] = None) -> bytes:
+        """The message.  in_flight: requests in flight while the stats were read
+        (sample_now), None to leave requests_in_flight out."""
         settings = self._allocator_json(runtime)
         head = self._head
         if head is None or head[0] != (runtime, rversion, settings):
