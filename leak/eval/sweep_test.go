@@ -259,6 +259,17 @@ func TestLoadReported(t *testing.T) {
 			t.Errorf("load_diurnal_leak seed %d with requests in flight: the leak under the traffic was not found on the floors at rest (%q):\n%s", c.seed, c.want, buf.String())
 		}
 	}
+	// A fast leak on a roomy GPU: within two minutes of its onset with the counts (its
+	// buckets kept their moments at rest), after a longer run without them.
+	for _, seed := range []uint64{2, 3} {
+		without, with := sweepLoad(t, "fast_leak", []uint64{seed}, false), sweepLoad(t, "fast_leak", []uint64{seed}, true)
+		if len(without.Delays) != 1 || without.Delays[0] <= 2*time.Minute {
+			t.Errorf("fast_leak seed %d without the signal: delays %v, want one over 2 minutes: pick another seed", seed, without.Delays)
+		}
+		if len(with.Delays) != 1 || with.Delays[0] > 2*time.Minute {
+			t.Errorf("fast_leak seed %d with requests in flight reported: delays %v, want one within 2 minutes", seed, with.Delays)
+		}
+	}
 	if os.Getenv("VRAM_SWEEP") != "100" {
 		return
 	}
@@ -266,6 +277,9 @@ func TestLoadReported(t *testing.T) {
 		if r := sweepLoad(t, class, Seeds(100), true); r.FalseAlarms > want {
 			t.Errorf("%s with requests in flight reported: %d false alarms of 100, measured %d", class, r.FalseAlarms, want)
 		}
+	}
+	if r := sweepLoad(t, "fast_leak", Seeds(100), true); median(r.Delays) > 2*time.Minute {
+		t.Errorf("fast_leak with requests in flight reported: median delay %s, measured 1m52s", median(r.Delays))
 	}
 }
 

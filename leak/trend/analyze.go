@@ -80,10 +80,10 @@ type view struct {
 	falls    bool // over the same half, the floors fall by more than 2σ in more than one bucket in four
 	fast     bool // a steep, clean rise over a quiet floor (see the fast rule)
 	fastRate float64
-	cont     bool // the newest bucket still rises at half the fast rate or more
-	rigid    bool // the fast rise shifted its buckets' samples up, it did not stretch them
-	clear    bool // and it cleared what load could explain (see fastRule): it may page on a roomy GPU
-	even     bool // its newest two buckets rose within steadyRise of each other (urgent pages need it)
+	cont     bool      // the newest bucket still rises at half the fast rate or more
+	rigid    bool      // the fast rise shifted its buckets' samples up, it did not stretch them
+	clear    clearance // and how it cleared what load could explain (see fastRule): it may page on a roomy GPU
+	even     bool      // its newest two buckets rose within steadyRise of each other (urgent pages need it)
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
@@ -349,7 +349,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
 	idleAt := func(i int) (int, int, bool) { return h.idleOf(h.last + int64(xs[i])) }
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, sigma, v.sig, back)
+	// told: the client said which of bucket i's samples were at rest (the idle counts
+	// are its own, not inferred), on the column those counts are for.
+	told := func(i int) bool { return c == h.idleCol && h.reportedAt(h.last+int64(xs[i])) }
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -461,7 +464,7 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
 // let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track);
 // gone, that the rise's buckets lost the idle moments of the quiet window, vetoes both.
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), sigma, sig, back float64) (fast bool, rate float64, cont, rigid, clear, even, gone bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back float64) (fast bool, rate float64, cont, rigid bool, clear clearance, even, gone bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -470,7 +473,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false, false, false, false
+		return false, 0, cont, false, clearNone, false, false
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -484,7 +487,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	for i := n - k; i < n; i++ {
 		d := fs[i] - fs[i-1]
 		if d < 4*sigma || (i > n-k && d < step) {
-			return false, rate, cont, false, false, false, false
+			return false, rate, cont, false, clearNone, false, false
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -516,7 +519,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false, false, false, false
+		return false, rate, cont, false, clearNone, false, false
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -534,7 +537,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	e.sc.bx, e.sc.by = pre, in
 	if len(pre) < minPoints || len(in) < fastBuckets-1 {
-		return true, rate, cont, false, false, false, false
+		return true, rate, cont, false, clearNone, false, false
 	}
 	load := upperQuartile(pre)
 	rigid = median(in) <= load+4*sigma
@@ -567,7 +570,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		onset = fs[run]-fs[run-1] <= 2*steepest
 	}
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
-	clear = rigid && n-run > roomyBuckets && onset && fs[n-1]-mx >= load && env[n-1]-mx >= sig && pace-steadyRise*back >= step
+	lifts := rigid && onset && env[n-1]-mx >= sig && pace-steadyRise*back >= step
 	// Even: the newest two rises (both full buckets of the rise, each at least the fast
 	// step) within steadyRise of each other, give or take the noise (4σ, as the rigid
 	// test): a leak's constant pace, not the least load in flight (see steadyRise).
@@ -578,19 +581,53 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// share idleGone were due. A saturated server's floor is the least load in flight,
 	// drawn anew at every sample; a leak's idle moments rise with it.
 	var rp, op, rr, or int
+	counted := true // every bucket of the quiet window and of the run told (see below)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		if r, o, ok := idleAt(i); ok {
 			rp, op = rp+r, op+o
 		}
+		counted = counted && told(i)
 	}
 	for i := run; i < n; i++ {
 		if r, o, ok := idleAt(i); ok {
 			rr, or = rr+r, or+o
 		}
+		counted = counted && told(i)
 	}
-	gone = op > 0 && float64(rp)*float64(or) >= idleGone*float64(op) && rr == 0
+	due := float64(rp) * float64(or) / math.Max(float64(op), 1) // the run's returns to the floor at the quiet window's share
+	gone = op > 0 && due >= idleGone && rr == 0
+	// Kept at rest: where the client counts its requests, the run's buckets kept at
+	// least restKept of the quiet window's share of samples with none in flight (and
+	// idleGone were due). Those samples' floor is no load in flight: a saturated
+	// server, a long generation or a batch held at once leaves (almost) none at rest
+	// while it lifts the floor, a leak lifts the floor under them. That is the evidence
+	// the run's length and its lift over the requests' size stand in for without the
+	// counts, so such a rise may page after fastBuckets (see track: not for a young
+	// process, whose caches fill at rest as traffic first arrives).
+	kept := counted && op > 0 && due >= idleGone && float64(rr) >= restKept*due
+	switch {
+	case lifts && n-run > roomyBuckets && fs[n-1]-mx >= load:
+		clear = clearLoad
+	case lifts && kept:
+		clear = clearRest
+	}
 	return true, rate, cont, rigid, clear, even, gone
 }
+
+// clearance says how a fast rise cleared what load could explain (see fastRule).
+type clearance uint8
+
+const (
+	clearNone clearance = iota
+	clearLoad           // it went on past roomyBuckets and lifted the floor by more than the requests take
+	clearRest           // the client's counts show it kept its moments with no request in flight
+)
+
+// restKept is the share of the quiet window's moments at rest a fast rise's buckets must
+// keep to be clear of load by the client's counts (see fastRule): half. A leak leaves
+// the load as it was (the same share, give or take chance); load that lifts the floor
+// takes them all.
+const restKept = 0.5
 
 // stretched says whether the buckets of the newest half of the short window spread wider
 // than the older buckets whose spreads the history holds (held buckets in all, two short

@@ -678,6 +678,10 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		return
 	}
 
+	settledAt := p.h.bucketEnd(p.settledAt)
+	// young: growth that starts at t is within probation short windows of a flat warm-up's
+	// end (see probation and youngHold).
+	young := func(t time.Time) bool { return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow }
 	for c := range numCols {
 		v := &views[c]
 		if !pushing && c == colUsed {
@@ -686,7 +690,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		e.track(&p.grow[c], v, now, urgent(v), filling(v))
+		e.track(&p.grow[c], v, now, urgent(v), filling(v), young(now))
 		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
 			// Growth seen on the newest half of the window: until the whole window's line
 			// catches up (most of it is before the onset, and it may still be flat), the
@@ -694,7 +698,6 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			growth[shortAt[c]] = e.exported(v.half, colNames[c], WindowShort)
 		}
 	}
-	settledAt := p.h.bucketEnd(p.settledAt)
 	// wait is how much longer column c's growth must go on before it pages, and why: 0
 	// once it may; -1 when nothing grows.
 	wait := func(c int) (time.Duration, string) {
@@ -703,7 +706,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			return -1, ""
 		}
 		need, why := cfg.MinDuration, "the configured min_duration"
-		young := p.settledFlat && g.since.Sub(settledAt) < probation*cfg.ShortWindow
+		young := young(g.since)
 		if young && g.rule == ruleShort && !g.line {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter
@@ -860,7 +863,7 @@ func (e *Engine) qualifies(f fitResult) bool {
 // stretch of the long window for the slow rule, the rise's own buckets for the fast
 // rule), unless filling: at the judged pace the GPU runs out within urgentWindows short
 // windows, where a late page costs the out-of-memory error.
-func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling bool) {
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, young bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
 	if !v.present {
@@ -939,10 +942,14 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling boo
 	atRest := e.qualifies(v.atRest)
 	slowAtRest := slowLine(v.atRestLong, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs
 	held := v.idleLost && !filling && !atRest
+	// A rise clear of load by the client's counts is not for a young process (see
+	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
+	// for minutes.
+	clear := v.clear == clearLoad || (v.clear == clearRest && !young)
 	*g = growState{}
 	switch {
-	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (v.clear && !v.slowing && !v.idleLost)):
-		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true}
+	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (clear && !v.slowing && !v.idleLost)):
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest}
 	case shortRise && !held:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
@@ -1005,7 +1012,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false)
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false, false)
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true
@@ -1096,6 +1103,8 @@ func (e *Engine) memoryLeft(uuid string) (float64, bool) {
 func growthReason(what string, g growState, now time.Time) string {
 	var r string
 	switch {
+	case g.rule == ruleFast && g.roomy && g.rest:
+		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, with as many moments the client reported no request in flight as before: not load", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleFast && g.roomy:
 		// On-call reads why it paged on a roomy GPU: a run long and clear of load.
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of more than %d buckets in a row over a quiet floor, beyond what load explains", what, g.slope/MiBPerMinute, roomyBuckets)

@@ -56,6 +56,14 @@ func sawtooth(f func(time.Duration) float64, peak float64) func(time.Duration) f
 	}
 }
 
+// sawtoothLoad is sawtooth's requests in flight: one while it adds activations.
+func sawtoothLoad(el time.Duration) uint32 {
+	if int(el/(5*time.Second))%4 == 0 {
+		return 0
+	}
+	return 1
+}
+
 func step(v0, h float64, at time.Duration) func(time.Duration) float64 {
 	return func(el time.Duration) float64 {
 		if el < at {
@@ -386,6 +394,8 @@ type scenario struct {
 	alloc, reserved, used func(time.Duration) float64
 	gpuTotal, gpuOther    float64
 	every                 time.Duration // the sampling interval: 5 s unless set
+	// inFlight, if set, is the client's count of requests in flight (Sample.InFlight).
+	inFlight func(time.Duration) uint32
 }
 
 type change struct {
@@ -428,6 +438,9 @@ func (sc scenario) run(t *testing.T) run {
 		}
 		if sc.used != nil {
 			s.Used, s.HasUsed = sc.used(el), true
+		}
+		if sc.inFlight != nil {
+			s.InFlight, s.HasInFlight = sc.inFlight(el), true
 		}
 		if sc.gpuTotal > 0 {
 			g := e.ObserveGPU(GPUSample{UUID: k.UUID, T: s.T, Used: s.Used + sc.gpuOther, Total: sc.gpuTotal})
@@ -1316,4 +1329,48 @@ func TestYoungSteepRiseHeld(t *testing.T) {
 	if a := urgent.alerted(0); a < at || a > at+7*time.Minute {
 		t.Errorf("a leak filling the GPU within two short windows flagged at %s, want within 7 minutes of %s, held no longer:%s", a, at, urgent)
 	}
+}
+
+// TestFastLeakRoomyAtRest: where the client counts its requests, a steep leak on a roomy
+// GPU pages within two minutes of its onset: its buckets keep the moments with no
+// request in flight that the quiet window had, which load lifting the floor would take.
+// That stands in for the longer run and the lift over the requests' size the fast rule
+// wants without the counts (the same trace then pages later, TestFastLeakRoomy). With
+// the counts, a generation whose request is in flight while its cache grows as steeply
+// stays quiet; and in a young process a cache filling at rest as traffic first arrives
+// (2 GiB, τ 15 min: it pages at 21m if the counts may clear it) stays quiet, and a leak
+// waits for youngHold as without the counts.
+func TestFastLeakRoomyAtRest(t *testing.T) {
+	onset := 30*time.Minute + 7*time.Second
+	counted := func(alloc func(time.Duration) float64, d time.Duration, load func(time.Duration) uint32) scenario {
+		sc := roomy(alloc, d)
+		sc.every, sc.inFlight = 2*time.Second, load
+		return sc
+	}
+	leak := counted(sawtooth(line(8192*mib, 300*mib, onset), 600*mib), 40*time.Minute, sawtoothLoad)
+	leak.run(t).pagedWithin(t, onset, 0, 2*time.Minute, "with as many moments the client reported no request in flight as before")
+	leak.inFlight = nil
+	if r := leak.run(t); r.alerted(0) >= 0 && r.alerted(0) <= onset+2*time.Minute {
+		t.Errorf("without the counts the leak paged at %s, within 2 minutes of %s: the test no longer shows what the counts add:%s", r.alerted(0), onset, r)
+	}
+
+	gen := [3]float64{30, 4.5, 450}
+	start, end := time.Duration(gen[0]*float64(time.Minute)), time.Duration((gen[0]+gen[1])*float64(time.Minute))
+	genLoad := func(el time.Duration) uint32 {
+		if el >= start && el < end {
+			return 1 + sawtoothLoad(el)
+		}
+		return sawtoothLoad(el)
+	}
+	if r := counted(generations(sawtooth(flat(8192*mib), 600*mib), gen), 50*time.Minute, genLoad).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a generation in flight while its cache grew paged at %s:%s", r.alerted(0), r)
+	}
+
+	young := 14*time.Minute + 7*time.Second
+	if r := counted(sawtooth(fill(4096*mib, 2048*mib, 15*time.Minute, young), 600*mib), 60*time.Minute, sawtoothLoad).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a young process's cache fill at rest paged at %s:%s", r.alerted(0), r)
+	}
+	hold := time.Duration(youngHold * float64(DefaultConfig().ShortWindow))
+	r := counted(sawtooth(line(4096*mib, 300*mib, young), 600*mib), 40*time.Minute, sawtoothLoad).run(t)
+	r.pagedWithin(t, young, hold, hold+5*time.Minute, "")
 }
