@@ -8,13 +8,15 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): nine serving loops (scripts/gpu/serve_loop.py)
+#   phase 3 (optional, TRACE_SECONDS>0): ten serving loops (scripts/gpu/serve_loop.py)
 #           push through the real client while the daemon records a trace
 #           (--trace.record): a cache that fills in steps and plateaus, one that fills
 #           smoothly and ever slower to a 1.5 GiB budget, a burst that
 #           holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML
 #           only), a slow leak and a fast leak stopped long before the GPU is full (both
-#           from LEAK_ONSET seconds in). Triage runs while they do; then the trace is
+#           from LEAK_ONSET seconds in), two under a climbing load that count their
+#           requests in flight (one leaking), and a fast leak that counts them from
+#           COUNTED_ONSET (scripts/gpu/phase3.sh). Triage runs while they do; then the trace is
 #           replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
 #           scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its
 #           onset (a look-alike flagged, or a leak missed, fails the run). Wall time:
@@ -38,7 +40,7 @@
 #           also split into RssAnon and RssFile. Figures only: it fails nothing.
 #           scripts/gpu/idle-matrix.sh gives idle CPU across poll and push intervals.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=450] [LEAK_ONSET=240] [FAST_SECONDS=180] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=540] [LEAK_ONSET=240] [FAST_SECONDS=180] [COUNTED_ONSET=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
 # Phase 4 needs bin/scrapetime, bin/nvmlraw, bin/nvmlbaseline and bin/rssfloor (or go to build them):
 #   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline ./scripts/rssfloor
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.

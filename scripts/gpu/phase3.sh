@@ -1,4 +1,4 @@
-# gpu-e2e.sh phase 3, sourced by it (not run on its own): nine serving loops
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): ten serving loops
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
 # trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
 # slower to a 1.5 GiB budget, a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
@@ -7,7 +7,10 @@
 # before it pages, so 90 s, as before round 7, ended before the fast rule could page), the
 # burst and both leaks from LEAK_ONSET seconds in; and two loops under a climbing load
 # that count their requests in flight with the client's request(), one with a 20 MiB/min
-# leak from LEAK_ONSET. The trace is replayed once more without the counts, as the
+# leak from LEAK_ONSET; and fast_leak_counted, the fast leak from COUNTED_ONSET (420 s:
+# past a young process's probation, two short windows after its warm-up, where a young
+# process's steep rise waits half a short window whatever the counts) whose every request
+# goes through request(). The trace is replayed once more without the counts, as the
 # control (printed, not scored: without them the climb may page). Triage runs while they do; then the
 # trace is replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
 # scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its onset: a
@@ -19,27 +22,35 @@
 LEAK_ONSET=${LEAK_ONSET:-240}
 FAST_SECONDS=${FAST_SECONDS:-180}
 LOAD_RISE=${LOAD_RISE:-120}
+COUNTED_ONSET=${COUNTED_ONSET:-420}
 echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
 if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + FAST_SECONDS))" ]; then
   echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under FAST_SECONDS=$FAST_SECONDS after LEAK_ONSET=$LEAK_ONSET to see the leaks"
   fail=1
 fi
+if [ "$TRACE_SECONDS" -lt "$((COUNTED_ONSET + 90))" ]; then
+  echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under 90 s after COUNTED_ONSET=$COUNTED_ONSET to see the counted fast leak"
+  fail=1
+fi
 loops=()
 metas=()
 : > "$OUT/trace-pids.txt"
-for mode in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak; do
+for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted; do
   # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has. The load loops
   # count their requests with the client's request(): traffic from 90 s that climbs for
   # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back.
-  extra=()
-  case $mode in load_climb*) extra=(--report-load --load-at 90 --load-rise "$LOAD_RISE" --load-hold 60 --load-peak 24) ;; esac
+  mode=$loop onset=$LEAK_ONSET extra=()
+  case $loop in
+    load_climb*) extra=(--report-load --load-at 90 --load-rise "$LOAD_RISE" --load-hold 60 --load-peak 24) ;;
+    fast_leak_counted) mode=fast_leak onset=$COUNTED_ONSET extra=(--report-load --name "$loop") ;;
+  esac
   python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
-    --onset "$LEAK_ONSET" --stop "$((LEAK_ONSET + FAST_SECONDS))" --hold 120 --meta "$OUT/loop-$mode.json" \
-    "${extra[@]}" > "$OUT/loop-$mode.log" 2>&1 &
+    --onset "$onset" --stop "$((onset + FAST_SECONDS))" --hold 120 --meta "$OUT/loop-$loop.json" \
+    "${extra[@]}" > "$OUT/loop-$loop.log" 2>&1 &
   loops+=("$!")
   pids+=("$!")
-  metas+=("$OUT/loop-$mode.json")
-  echo "$mode $!" >> "$OUT/trace-pids.txt"
+  metas+=("$OUT/loop-$loop.json")
+  echo "$loop $!" >> "$OUT/trace-pids.txt"
 done
 sleep $((TRACE_SECONDS - 5))
 scrape "$OUT/metrics-phase3.txt" # while the loops still run
@@ -57,5 +68,5 @@ python3 "$here/gpu/verdicts.py" "$OUT/replay.json" "${metas[@]}" | tee "$OUT/ver
 echo "-- control: the same trace without the load loops' requests in flight (as a client that does not count them)"
 sed -E 's/,"in_flight":[0-9]+//' "$OUT/trace.jsonl" > "$OUT/trace-no-load.jsonl"
 "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace-no-load.jsonl" --output json > "$OUT/replay-no-load.json" || fail=1
-python3 "$here/gpu/verdicts.py" "$OUT/replay-no-load.json" "$OUT/loop-load_climb.json" "$OUT/loop-load_climb_leak.json" | tee "$OUT/verdicts-no-load.txt" || true
+python3 "$here/gpu/verdicts.py" "$OUT/replay-no-load.json" "$OUT/loop-load_climb.json" "$OUT/loop-load_climb_leak.json" "$OUT/loop-fast_leak_counted.json" | tee "$OUT/verdicts-no-load.txt" || true
 grep -E '^vram_leak_verdict\{.*\} 1$|^vram_growth_bytes_per_second|^vram_gpu_exhaustion_seconds' "$OUT/metrics-phase3.txt" | head -60

@@ -29,12 +29,13 @@ first real-GPU traces were recorded with.
   no_inference_mode  no inference_mode/no_grad, and a running metric accumulated as a
                      tensor, so every request's autograd graph (activations) stays alive
 
-Writes a JSON line to --meta before serving: mode, pid, GPU uuid, the Unix times of the
+Writes a JSON line to --meta before serving: mode (--name, if given), pid, GPU uuid, the Unix times of the
 onset and stop of what it does (null when not applicable) and what the detector should
 say ("leak" or "none"), for scripts/gpu/verdicts.py.
 
 usage: serve_loop.py --mode MODE --socket PATH --seconds N [--onset S] [--stop S]
-                     [--hold S] [--rate-mib R] [--rate 5] [--meta FILE]
+                     [--hold S] [--rate-mib R] [--rate 5] [--meta FILE] [--name NAME]
+                     [--report-load] [--load-at S --load-rise S --load-hold S --load-peak N]
 """
 import argparse
 import json
@@ -68,9 +69,11 @@ ap.add_argument("--load-rise", type=float, default=150.0, help="load_climb: seco
 ap.add_argument("--load-hold", type=float, default=120.0, help="load_climb: seconds the traffic holds its peak")
 ap.add_argument("--load-peak", type=float, default=24.0, help="load_climb: mean requests in flight at the peak")
 ap.add_argument("--report-load", action="store_true", help="count every request with reporter.request() (requests_in_flight)")
+ap.add_argument("--name", default="", help="the loop's name in --meta and its service label (default: the mode)")
 args = ap.parse_args()
 
 mode = args.mode
+name = args.name or mode
 rate_mib = args.rate_mib if args.rate_mib is not None else {"slow_leak": 20.0, "fast_leak": 400.0, "load_climb_leak": 20.0}.get(mode, 0.0)
 
 torch.manual_seed(0)
@@ -100,14 +103,14 @@ elif mode in ("leak", "no_inference_mode"):
     onset, expect = start, "leak"
 if args.meta:
     with open(args.meta, "w") as f:
-        json.dump({"mode": mode, "pid": os.getpid(), "uuid": "GPU-" + str(torch.cuda.get_device_properties(0).uuid),
+        json.dump({"mode": name, "pid": os.getpid(), "uuid": "GPU-" + str(torch.cuda.get_device_properties(0).uuid),
                    "start": start, "onset": onset, "stop": stop, "expect": expect, "rate_mib_per_min": rate_mib}, f)
         f.write("\n")
 
 reporter = None
 if mode != "nvml_only":
     reporter = vc.Reporter(socket_path=args.socket, interval=1.0,
-                           labels={"service": "gpu-e2e-" + mode.replace("_", "-"), "model": "mlp"},
+                           labels={"service": "gpu-e2e-" + name.replace("_", "-"), "model": "mlp"},
                            sources=[vc.torch_source()])
     reporter.start()
 
