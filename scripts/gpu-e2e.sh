@@ -40,7 +40,7 @@
 #           also split into RssAnon and RssFile. Figures only: it fails nothing.
 #           scripts/gpu/idle-matrix.sh gives idle CPU across poll and push intervals.
 #
-# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=540] [LEAK_ONSET=240] [FAST_SECONDS=180] [COUNTED_ONSET=420] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
+# usage: OUT=/some/dir BIN=bin/vram_exporter [TRACE_SECONDS=520] [LEAK_ONSET=240] [FAST_SECONDS=180] [COUNTED_ONSET=400] [DAEMON_CONFIG=scripts/gpu/short-trace.yml] [COST=0] [PHASE_OOM=1] scripts/gpu-e2e.sh
 # Phase 4 needs bin/scrapetime, bin/nvmlraw, bin/nvmlbaseline and bin/rssfloor (or go to build them):
 #   go build -o bin/ ./cmd/vram_exporter ./scripts/scrapetime ./scripts/nvmlraw ./scripts/nvmlbaseline ./scripts/rssfloor
 # Exits non-zero when a check fails. Logs and scrapes are written under $OUT.

@@ -7,7 +7,7 @@
 # before it pages, so 90 s, as before round 7, ended before the fast rule could page), the
 # burst and both leaks from LEAK_ONSET seconds in; and two loops under a climbing load
 # that count their requests in flight with the client's request(), one with a 20 MiB/min
-# leak from LEAK_ONSET; and fast_leak_counted, the fast leak from COUNTED_ONSET (420 s:
+# leak from LEAK_ONSET; and fast_leak_counted, the fast leak from COUNTED_ONSET (400 s:
 # past a young process's probation, two short windows after its warm-up, where a young
 # process's steep rise waits half a short window whatever the counts) whose every request
 # goes through request(). The trace is replayed once more without the counts, as the
@@ -22,7 +22,7 @@
 LEAK_ONSET=${LEAK_ONSET:-240}
 FAST_SECONDS=${FAST_SECONDS:-180}
 LOAD_RISE=${LOAD_RISE:-120}
-COUNTED_ONSET=${COUNTED_ONSET:-420}
+COUNTED_ONSET=${COUNTED_ONSET:-400}
 echo "== phase 3: serving loops for ${TRACE_SECONDS}s (behaviours from ${LEAK_ONSET}s), recording a trace"
 if [ "$TRACE_SECONDS" -le "$((LEAK_ONSET + FAST_SECONDS))" ]; then
   echo "FAIL TRACE_SECONDS=$TRACE_SECONDS leaves under FAST_SECONDS=$FAST_SECONDS after LEAK_ONSET=$LEAK_ONSET to see the leaks"
