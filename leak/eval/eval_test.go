@@ -226,53 +226,65 @@ func TestRealTraces(t *testing.T) {
 	}
 }
 
-// TestRealLoadSignal: on round 8's H200 trace, the loop whose 20 MiB/min leak runs under
-// traffic that leaves no idle moment for minutes is flagged on the samples its client
-// said were at rest (request()); with the counts taken out of the same trace, as a client
-// that does not count its requests would have sent it, that leak is missed.
+// TestRealLoadSignal: on the H200 traces of rounds 8 and 9, what the client's counts of
+// requests in flight (request()) add, replayed with them and with them taken out (as a
+// client that does not count its requests would have sent the same trace):
+//   - round 8's 20 MiB/min leak under traffic that leaves no idle moment for minutes is
+//     flagged on the samples the client said were at rest, and missed without them;
+//   - round 9's 400 MiB/min leak on the roomy GPU pages within 45 s of its onset on
+//     three 10-s buckets that kept their moments at rest (39 s measured), and without the
+//     counts only after the longer run clear of load (1m19s).
 func TestRealLoadSignal(t *testing.T) {
 	labels, err := ReadLabels("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var l Label
+	byName := map[string]Label{}
 	for _, x := range labels.Traces {
-		if x.Name == "h200_r8_load_climb_leak" {
-			l = x
+		byName[x.Name] = x
+	}
+	for _, c := range []struct {
+		name          string
+		with, without func(Outcome) bool
+	}{
+		{"h200_r8_load_climb_leak", func(o Outcome) bool { return o.Detected }, func(o Outcome) bool { return !o.Detected }},
+		{"h200_r9_fast_leak_counted", func(o Outcome) bool { return o.Detected && o.Delay <= 45*time.Second },
+			func(o Outcome) bool { return o.Detected && o.Delay > 45*time.Second }},
+	} {
+		l, ok := byName[c.name]
+		if !ok {
+			t.Fatalf("labels.json has no %s", c.name)
 		}
-	}
-	if l.Name == "" {
-		t.Fatal("labels.json has no h200_r8_load_climb_leak")
-	}
-	rc, err := open(filepath.Join("testdata", l.File))
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(rc)
-	rc.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := l.Trend.Apply(trend.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	with, err := loadData(raw, l, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !with.ours.Detected || with.ours.FalseAlarm {
-		t.Errorf("with the requests in flight: %s, want the leak flagged", outcomeCell(l, with.ours))
-	}
-	stripped := inFlightField.ReplaceAll(raw, nil)
-	if bytes.Equal(stripped, raw) {
-		t.Fatal("the trace carries no in_flight")
-	}
-	without, err := loadData(stripped, l, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if without.ours.Detected {
-		t.Errorf("without the requests in flight the leak is flagged too (%s): the trace no longer shows what the signal adds", outcomeCell(l, without.ours))
+		rc, err := open(filepath.Join("testdata", l.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := l.Trend.Apply(trend.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, err := loadData(raw, l, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if with.ours.FalseAlarm || !c.with(with.ours) {
+			t.Errorf("%s with the requests in flight: %s", c.name, outcomeCell(l, with.ours))
+		}
+		stripped := inFlightField.ReplaceAll(raw, nil)
+		if bytes.Equal(stripped, raw) {
+			t.Fatalf("%s: the trace carries no in_flight", c.name)
+		}
+		without, err := loadData(stripped, l, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.without(without.ours) {
+			t.Errorf("%s without the requests in flight: %s: the trace no longer shows what the signal adds", c.name, outcomeCell(l, without.ours))
+		}
 	}
 }
