@@ -370,7 +370,7 @@ type growState struct {
 	early bool // it started on the newest half of the short window (see track)
 	roomy bool // the fast rule started it on a rise clear of load, not on urgency
 	steep bool // it started at FastRate or faster (see youngHold)
-	rest  bool // it started on the floors the client said were at rest (see restFit)
+	rest  bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost; 0 if none.
 	held float64
@@ -681,7 +681,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	settledAt := p.h.bucketEnd(p.settledAt)
 	// young: growth that starts at t is within probation short windows of a flat warm-up's
 	// end (see probation and youngHold).
-	young := func(t time.Time) bool { return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow }
+	youngAt := func(t time.Time) bool { return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow }
 	for c := range numCols {
 		v := &views[c]
 		if !pushing && c == colUsed {
@@ -690,7 +690,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		e.track(&p.grow[c], v, now, urgent(v), filling(v), young(now))
+		e.track(&p.grow[c], v, now, urgent(v), filling(v), youngAt(now))
 		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
 			// Growth seen on the newest half of the window: until the whole window's line
 			// catches up (most of it is before the onset, and it may still be flat), the
@@ -706,7 +706,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			return -1, ""
 		}
 		need, why := cfg.MinDuration, "the configured min_duration"
-		young := young(g.since)
+		young := youngAt(g.since)
 		if young && g.rule == ruleShort && !g.line {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter
@@ -1104,7 +1104,7 @@ func growthReason(what string, g growState, now time.Time) string {
 	var r string
 	switch {
 	case g.rule == ruleFast && g.roomy && g.rest:
-		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, with as many moments the client reported no request in flight as before: not load", what, g.slope/MiBPerMinute, fastBuckets)
+		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, also at the moments the client reported no request in flight: not load", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleFast && g.roomy:
 		// On-call reads why it paged on a roomy GPU: a run long and clear of load.
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of more than %d buckets in a row over a quiet floor, beyond what load explains", what, g.slope/MiBPerMinute, roomyBuckets)

@@ -1348,7 +1348,7 @@ func TestFastLeakRoomyAtRest(t *testing.T) {
 		return sc
 	}
 	leak := counted(sawtooth(line(8192*mib, 300*mib, onset), 600*mib), 40*time.Minute, sawtoothLoad)
-	leak.run(t).pagedWithin(t, onset, 0, 2*time.Minute, "with as many moments the client reported no request in flight as before")
+	leak.run(t).pagedWithin(t, onset, 0, 2*time.Minute, "also at the moments the client reported no request in flight: not load")
 	leak.inFlight = nil
 	if r := leak.run(t); r.alerted(0) >= 0 && r.alerted(0) <= onset+2*time.Minute {
 		t.Errorf("without the counts the leak paged at %s, within 2 minutes of %s: the test no longer shows what the counts add:%s", r.alerted(0), onset, r)
