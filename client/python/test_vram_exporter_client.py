@@ -860,6 +860,45 @@ class RequestsInFlightTest(Base):
         self.assertEqual(r._in_flight, 0)
         self.assertEqual(self.msg(srv, r)["requests_in_flight"], 0)
 
+    def test_torchserve_example_counts_its_requests(self):
+        # examples/torchserve_handler.py, with a stand-in for TorchServe's BaseHandler:
+        # each request is in flight while BaseHandler.handle runs it, and the sample at
+        # the request boundary (after it) is the worker at rest.
+        srv = self.server()
+        r = self.reporter()
+        r.set_pool(UUID0, "p", allocated=1, reserved=1)
+        seen = []
+
+        class BaseHandler(object):
+            def handle(self, data, context):
+                seen.append(r._in_flight)
+                return self.postprocess(self.inference(self.preprocess(data)))
+
+            def preprocess(self, data):
+                return data
+
+            def inference(self, data, *args, **kwargs):
+                return [x * 2 for x in data]
+
+            def postprocess(self, data):
+                return data
+
+        stub = types.ModuleType("ts.torch_handler.base_handler")
+        stub.BaseHandler = BaseHandler
+        here = os.path.dirname(os.path.abspath(__file__))
+        stubs = {"ts": types.ModuleType("ts"), "ts.torch_handler": types.ModuleType("ts.torch_handler"),
+                 "ts.torch_handler.base_handler": stub}
+        with mock.patch.dict(sys.modules, stubs):
+            ns = {"__name__": "torchserve_handler"}
+            with open(os.path.join(here, "examples", "torchserve_handler.py")) as f:
+                exec(compile(f.read(), f.name, "exec"), ns)
+        h = ns["VramReportingHandler"]()
+        h.reporter = r  # what initialize() builds, on the test's socket
+        self.assertEqual(h.handle([1, 2], None), [2, 4])
+        self.assertEqual(seen, [1])
+        _cid, _pid, msg, _raw = srv.get()  # the boundary's sample_now()
+        self.assertEqual(msg["requests_in_flight"], 0)
+
     def test_decorator(self):
         srv = self.server()
         r = self.reporter()

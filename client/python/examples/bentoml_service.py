@@ -24,12 +24,15 @@ class Ranker:
     @bentoml.api(batchable=True)
     def score(self, features: list) -> list:
         try:
-            # Phases: triage names the one where allocated memory peaks.  The peak
-            # counter is process-wide; with several requests at once in this worker
-            # (BentoML's threads), the phases see each other's allocations.
-            with self.reporter.phase("preprocess"):
-                x = torch.tensor(features, dtype=torch.float32, device="cuda")
-            return self._forward(x)
+            # Requests in flight (counted across BentoML's threads): a sample taken with
+            # none in flight is the worker at rest, which lets the leak detector tell a
+            # leak from load.  Phases: triage names the one where allocated memory
+            # peaks.  The peak counter is process-wide; with several requests at once in
+            # this worker, the phases see each other's allocations.
+            with self.reporter.request():
+                with self.reporter.phase("preprocess"):
+                    x = torch.tensor(features, dtype=torch.float32, device="cuda")
+                return self._forward(x)
         finally:
             self.reporter.sample_now()  # request boundary
 

@@ -43,7 +43,11 @@ class VramReportingHandler(BaseHandler):
 
     def handle(self, data, context):
         try:
-            return super().handle(data, context)
+            # Requests in flight: a sample the reporter takes while none is in flight is
+            # the process at rest, which lets the leak detector tell a leak from load
+            # (and page on a steep one sooner).
+            with self.reporter.request():
+                return super().handle(data, context)
         finally:
             # request boundary: activations are freed, the allocated floor is cleanest.
             # sample_now() never raises and never blocks on the daemon.
