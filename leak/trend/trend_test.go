@@ -1374,3 +1374,58 @@ func TestFastLeakRoomyAtRest(t *testing.T) {
 	r := counted(sawtooth(line(4096*mib, 300*mib, young), 600*mib), 40*time.Minute, sawtoothLoad).run(t)
 	r.pagedWithin(t, young, hold, hold+5*time.Minute, "")
 }
+
+// TestSparseSaturationGone: near a full GPU, a server at rest in three of every four
+// samples, sampled every 10 s and counting its requests, saturates for four minutes: its
+// floor climbs evenly and rigidly at 600 MiB/min with a request in flight at every
+// sample, then drops back. Three buckets hold 9 samples, 6.75 rests due at the quiet
+// share; none at rest is rarer for a leak (1 in 500) than idleGone allows, so the fast
+// rule's test of idle moments gone holds (by the count of rests due alone it paged). The
+// same climb as a leak, whose rests go on, still pages within two minutes.
+func TestSparseSaturationGone(t *testing.T) {
+	const gib = 1024 * mib
+	at := 30 * time.Minute
+	tick := func(el time.Duration) int { return int(el / (10 * time.Second)) }
+	saturated := func(el time.Duration) bool { d := el - at; return d >= 0 && d < 4*time.Minute }
+	busy := func(el time.Duration) uint32 { // one request in every fourth sample
+		if tick(el)%4 == 0 {
+			return 1
+		}
+		return 0
+	}
+	load := func(el time.Duration) uint32 {
+		if saturated(el) {
+			return 1
+		}
+		return busy(el)
+	}
+	climb := func(el time.Duration) float64 { return 600 * mib * math.Max((el-at).Minutes(), 0) }
+	burst := func(el time.Duration) float64 {
+		v := float64(8 * gib)
+		if saturated(el) {
+			v += climb(el)
+		}
+		if load(el) > 0 {
+			v += float64(100+50*(tick(el)%3)) * mib // a request's activations
+		}
+		return v
+	}
+	leak := func(el time.Duration) float64 {
+		v := 8*gib + climb(el)
+		if busy(el) > 0 {
+			v += float64(100+50*(tick(el)%3)) * mib
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name  string
+		alloc func(time.Duration) float64
+		load  func(time.Duration) uint32
+		pages bool
+	}{{"saturated climb", burst, load, false}, {"leak", leak, busy, true}} {
+		// 6 GiB free besides the working set: at 600 MiB/min 10 minutes, within two short windows.
+		sc := onGPU(tc.alloc, 6*gib, 45*time.Minute)
+		sc.every, sc.inFlight = 10*time.Second, tc.load
+		sc.run(t).pagedSoonOrQuiet(t, tc.name, at, tc.pages)
+	}
+}
