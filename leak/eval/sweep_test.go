@@ -66,8 +66,9 @@ var knownFalseAlarms = map[string]int{
 	// (was 75 %; 24 of 100 until the history held the spreads of two short windows, 22
 	// until the urgent fast rule asked for an even rise, 16 until the short rule left
 	// rises that go ever slower alone, 14 until the urgent rule asked for idle moments in
-	// the ramp where the quiet window had them).
-	"saturated_burst_near_full": 13,
+	// the ramp where the quiet window had them, 13 until that test took the exact chance
+	// of none at rest, round 9).
+	"saturated_burst_near_full": 12,
 	// A day's traffic climbing into saturation for 30–90 minutes (added in round 5):
 	// the floor, the least load in flight, rises with the load as smoothly as a slow
 	// leak. The test of idle moments (round 6: a server that is never idle any more no
@@ -228,7 +229,7 @@ func TestYoungLeakNearFullNotHeld(t *testing.T) {
 // TestLoadReported: where the client reports its requests in flight (its request()), a
 // sample with none in flight is the process at rest. The look-alikes whose floor is load
 // in flight page less (measured on seeds 1–100: load_diurnal 18 → 0, long_generation
-// 6 → 0, saturated_burst_near_full 13 → 8; held to that with VRAM_SWEEP=100), seeds
+// 6 → 0, saturated_burst_near_full 12 → 6; held to that with VRAM_SWEEP=100), seeds
 // that page without the signal stay quiet with it (seed 28 of load_diurnal pages on the
 // slow rule once the long window no longer holds the quiet hours before the climb, unless
 // the client's word that nothing was at rest counts on its own), and a leak under a day's
@@ -273,7 +274,7 @@ func TestLoadReported(t *testing.T) {
 	if os.Getenv("VRAM_SWEEP") != "100" {
 		return
 	}
-	for class, want := range map[string]int{"load_diurnal": 0, "long_generation": 0, "saturated_burst_near_full": 8} {
+	for class, want := range map[string]int{"load_diurnal": 0, "long_generation": 0, "saturated_burst_near_full": 6} {
 		if r := sweepLoad(t, class, Seeds(100), true); r.FalseAlarms > want {
 			t.Errorf("%s with requests in flight reported: %d false alarms of 100, measured %d", class, r.FalseAlarms, want)
 		}
