@@ -945,10 +945,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// A rise clear of load by the client's counts is not for a young process (see
 	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
 	// for minutes.
-	clear := v.clear == clearLoad || (v.clear == clearRest && !young)
+	cleared := v.clear == clearLoad || (v.clear == clearRest && !young)
 	*g = growState{}
 	switch {
-	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (clear && !v.slowing && !v.idleLost)):
+	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (cleared && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest}
 	case shortRise && !held:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
