@@ -603,17 +603,19 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		counted = counted && told(i)
 	}
 	share := float64(rp) / math.Max(float64(op), 1) // the quiet window's returns to the floor per sample
-	due := share * float64(or)                      // the run's at that share
-	gone = op > 0 && rr == 0 && math.Pow(1-2*share/3, float64(or)) <= math.Exp(-2*idleGone/3.0)
+	// judged: the run has samples enough that a leak resting at two thirds of that share
+	// would have none at rest at most as rarely as idleGone due allow.
+	judged := op > 0 && math.Pow(1-2*share/3, float64(or)) <= math.Exp(-2*idleGone/3.0)
+	gone = judged && rr == 0
 	// Kept at rest: where the client counts its requests, the run's buckets kept at
-	// least restKept of the quiet window's share of samples with none in flight (and
-	// idleGone were due). Those samples' floor is no load in flight: a saturated
+	// least restKept of the quiet window's share of samples with none in flight, and is
+	// judged. Those samples' floor is no load in flight: a saturated
 	// server, a long generation or a batch held at once leaves (almost) none at rest
 	// while it lifts the floor, a leak lifts the floor under them. That is the evidence
 	// the run's length and its lift over the requests' size stand in for without the
 	// counts, so such a rise may page after fastBuckets (see track: not for a young
 	// process, whose caches fill at rest as traffic first arrives).
-	kept := counted && op > 0 && due >= idleGone && float64(rr) >= restKept*due
+	kept := counted && judged && float64(rr) >= restKept*share*float64(or)
 	switch {
 	case lifts && n-run > roomyBuckets && fs[n-1]-mx >= load:
 		clear = clearLoad
