@@ -70,6 +70,10 @@ func main() {
 		fmt.Fprintln(out)
 		time.Sleep(*every - time.Since(t0))
 	}
+	if len(calls) == 0 {
+		fmt.Fprintln(os.Stderr, "utilprobe: no poll made: give -for a positive duration")
+		os.Exit(2)
+	}
 	slices.Sort(calls)
 	fmt.Printf("polls %d every %s\ncall_p50_us %d\ncall_p90_us %d\nreturns %v\n", len(calls), *every,
 		calls[len(calls)/2].Microseconds(), calls[len(calls)*9/10].Microseconds(), rets)
