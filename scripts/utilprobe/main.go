@@ -10,7 +10,8 @@
 //	go build -o bin/utilprobe ./scripts/utilprobe && bin/utilprobe -every 1s -for 15s
 //
 // It prints call_p50_us, call_p90_us, the return codes, then one line per process:
-// pid, polls with a sample of it out of all polls, and its SM utilization samples.
+// pid, how many samples of it came back over all the polls (one a poll at 1 s apart,
+// more when polled faster than the driver samples), and their SM utilization.
 package main
 
 import (
@@ -29,6 +30,10 @@ func main() {
 	dur := flag.Duration("for", 15*time.Second, "how long to poll")
 	raw := flag.String("raw", "", "also write each poll's samples here, a line each: Unix time of the call, then pid:sm pairs")
 	flag.Parse()
+	if *dur <= 0 || *every <= 0 {
+		fmt.Fprintln(os.Stderr, "utilprobe: -every and -for must be positive durations")
+		os.Exit(2)
+	}
 	out := io.Discard
 	if *raw != "" {
 		f, err := os.Create(*raw)
@@ -63,16 +68,17 @@ func main() {
 		rets[gonvml.ErrorString(ret)]++
 		fmt.Fprintf(out, "%.3f", float64(t0.UnixMilli())/1e3)
 		for _, s := range samples {
+			last = max(last, s.TimeStamp)
+			// The driver also returns entries for pid 0 (no process; 72 of them in 14
+			// polls of an idle H200, all 0): not a process, left out.
+			if s.Pid == 0 {
+				continue
+			}
 			fmt.Fprintf(out, " %d:%d", s.Pid, s.SmUtil)
 			seen[s.Pid] = append(seen[s.Pid], s.SmUtil)
-			last = max(last, s.TimeStamp)
 		}
 		fmt.Fprintln(out)
 		time.Sleep(*every - time.Since(t0))
-	}
-	if len(calls) == 0 {
-		fmt.Fprintln(os.Stderr, "utilprobe: no poll made: give -for a positive duration")
-		os.Exit(2)
 	}
 	slices.Sort(calls)
 	fmt.Printf("polls %d every %s\ncall_p50_us %d\ncall_p90_us %d\nreturns %v\n", len(calls), *every,
@@ -83,6 +89,6 @@ func main() {
 	}
 	slices.Sort(pids)
 	for _, p := range pids {
-		fmt.Printf("pid %d: a sample in %d of %d polls, sm %v\n", p, len(seen[p]), len(calls), seen[p])
+		fmt.Printf("pid %d: %d samples over %d polls, sm %v\n", p, len(seen[p]), len(calls), seen[p])
 	}
 }
