@@ -50,6 +50,11 @@ func Stress() []Class {
 		func(r *rand.Rand, s *Spec) { s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 14, 25, s.Duration) })
 	add("gc_sawtooth_wide_leak", "the same wide sawtooth over a leak of 2–30 MiB/min from minute 30–60", true,
 		withLeak(gc, 2, 30, 30, 60))
+	add("gc_sawtooth_fast_leak", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) over a leak of 100–1000 MiB/min from minute 30–60 on a roomy GPU", true,
+		func(r *rand.Rand, s *Spec) {
+			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
+			leakFor(100, 1000, 30, 60, 30*time.Minute)(r, s)
+		})
 	add("saturated_long", "1–3 bursts of 8–20 min, the server never idle, the floor up 0.5–12 GiB with load and back", false,
 		func(r *rand.Rand, s *Spec) {
 			for i := range 1 + r.IntN(3) {

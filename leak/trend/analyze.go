@@ -105,6 +105,9 @@ type view struct {
 	// idleGone: the fast rise's buckets lost the idle moments of the quiet window before
 	// it (see fastRule).
 	idleGone bool
+	// sawRamp: the newest rise is the next ramp of a sawtooth the series showed (see
+	// sawCycles.ramp): a collector's cycle, judged on its troughs when it comes back.
+	sawRamp bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -195,7 +198,12 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// longer than fastBuckets rose to its top is back: a sawtooth's ramps (a collector's
 	// garbage, the load of a burst) rise at about the same pace each time, and a leak on
 	// the series adds its own to it (see fastRule).
-	back := 0.0
+	// backLow: the same over the excursions that rose from the lowest level any rose
+	// from (within sig): on a collector's sawtooth, a leak's ramp that the next
+	// collection cuts short shows as an excursion too, from part way up the leak, at
+	// the leak's pace, and must not excuse the leak (see fastRule).
+	back, backLow, lowest := 0.0, 0.0, math.Inf(1)
+	var saw sawCycles
 	for j := 1; j < n; j++ {
 		hi, top := math.Inf(-1), 0
 		k := j - 1
@@ -205,12 +213,20 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			}
 		}
 		if hi-ps[j] >= v.sig {
+			saw.drop = j
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
 			if k >= 0 && xs[j]-xs[k] > fastBuckets && xs[top] > xs[k] {
-				back = math.Max(back, (hi-ps[k])/(xs[top]-xs[k]))
+				pace := (hi - ps[k]) / (xs[top] - xs[k])
+				back = math.Max(back, pace)
+				if ps[k] <= lowest+v.sig {
+					backLow = math.Max(backLow, pace)
+				}
+				lowest = math.Min(lowest, ps[k])
+				saw.add(j, k, top, xs, ps)
 			}
 		}
 	}
+	v.sawRamp = saw.ramp(xs, ps, v.sig)
 	env := grow(&sc.env, n)
 	slidingMin(xs, ps, v.w, env, &sc.dq)
 	v.newest = env[n-1]
@@ -352,7 +368,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// told: the client said which of bucket i's samples were at rest (the idle counts
 	// are its own, not inferred), on the column those counts are for.
 	told := func(i int) bool { return c == h.idleCol && h.reportedAt(h.last+int64(xs[i])) }
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -466,7 +482,9 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
 // let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track);
 // gone, that the rise's buckets lost the idle moments of the quiet window, vetoes both.
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back float64) (fast bool, rate float64, cont, rigid bool, clear clearance, even, gone bool) {
+// saw is the pace of the steepest ramp of the series' collector's sawtooth, 0 if it
+// showed none (see sawCycles).
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64) (fast bool, rate float64, cont, rigid bool, clear clearance, even, gone bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -557,6 +575,12 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	//   - outlasts every give-back excursion the series has shown: its envelope (the
 	//     troughs, see analyze) rose too, so a sawtooth's ramp no longer than ones that
 	//     came back does not count, even where they rose from the series' first floor;
+	//     except on a collector's sawtooth (saw, the steepest of its ramps: see
+	//     sawCycles), whose troughs lag a leak by a whole cycle, up to 14 minutes, and
+	//     whose next ramp the pace test below tells from one: a leak of 100–1000 MiB/min
+	//     under the sawtooth waited 9m15s (median) for its envelope, 8 of 100
+	//     went unflagged for the 30 minutes the trace ran (vram_eval -stress,
+	//     x_gc_sawtooth_fast_leak; 3m41s and 6 with this);
 	//   - rises faster, by the fast step and by steadyRise times, than any excursion the
 	//     series gave back (back, see analyze): a collector's ramp that runs longer than
 	//     the ones before rises at their pace, and so does the next of a server's long
@@ -572,7 +596,15 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		onset = fs[run]-fs[run-1] <= 2*steepest
 	}
 	pace := (fs[n-1] - fs[run]) / float64(n-1-run)
-	lifts := rigid && onset && env[n-1]-mx >= sig && pace-steadyRise*back >= step
+	if saw > 0 {
+		back = backLow
+	}
+	steeper := pace-steadyRise*back >= step
+	// On a sawtooth, only for the long run: three buckets clear by the counts are no
+	// test of pace (a quick collector's sawtooth under counted traffic paged on them,
+	// x_gc_sawtooth_quick seed 82 with -load).
+	envRose := env[n-1]-mx >= sig
+	lifts := rigid && onset && (envRose || saw > 0) && steeper
 	// Even: the newest two rises (both full buckets of the rise, each at least the fast
 	// step) within steadyRise of each other, give or take the noise (4σ, as the rigid
 	// test): a leak's constant pace, not the least load in flight (see steadyRise).
@@ -619,7 +651,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	switch {
 	case lifts && n-run > roomyBuckets && fs[n-1]-mx >= load:
 		clear = clearLoad
-	case lifts && kept:
+	case lifts && envRose && kept:
 		clear = clearRest
 	}
 	return true, rate, cont, rigid, clear, even, gone
@@ -862,4 +894,92 @@ func signCritical(n int) int {
 func upperQuartile(v []float64) float64 {
 	slices.Sort(v)
 	return v[(3*(len(v)-1)+2)/4]
+}
+
+// sawCycles is what the series showed of a collector's sawtooth: ramps that rose from a
+// level for minutes and were given back at once, down to it (a
+// gen-2 collection frees the garbage of a whole cycle in one go). A burst of load
+// rises and falls over minutes; a busy server's floor wanders by a few times its noise.
+type sawCycles struct {
+	last      int     // index of the newest trough after a give-back; -1 if none
+	drop      int     // index of the newest floor after any fall by sig, cycle or not
+	lo, hi    float64 // the slowest and the steepest ramp's pace (bytes per bucket)
+	top, long float64 // the highest ramp's height and the longest one's length (buckets)
+	level     float64 // the lowest trough a ramp came back to
+}
+
+// sawReach bounds how much higher and how much longer than the largest ramp given back a
+// rise from the last trough may go on and still be taken for the next: a collector's
+// cycle is drawn anew each time, from 3 to 25 minutes on the servers the evaluation
+// imitates (vram_eval -stress, x_gc_sawtooth_wide), so eight; past that it is judged
+// as any rise. Unbounded (and counting any ramp of more than fastBuckets), a leak that
+// began at a trough at the ramps' pace waited 5 minutes longer (x_fast_leak_wide's
+// slowest seed, 12m19s → 17m18s).
+const sawReach = 8
+
+// add records the excursion that rose from ps[k], topped at ps[top] and came back to
+// ps[j], if it is a sawtooth's ramp: given back within two buckets of its top (the
+// point fitted is the lesser of two floors, so a drop shows over two), after rising for
+// more than roomyBuckets (a burst's rise, as the fast rule has it). A busy server's
+// floor (85–95 % busy, 64 MiB of jitter) wanders up and back over two or three
+// minutes, as if it were a small collector's cycle; counted, a leak that began at such a
+// trough at such a pace was held 8 minutes longer (busy_leak seed 65).
+//
+// What it gave back, not what it rose by, is the cycle's garbage, and where it came
+// back to is its trough: a process's first cycle rises from the floor it had before its
+// first request (the model alone, 40 MiB below the trough of every cycle after on the
+// H200 run, gpu-e2e phase 3), which would read as a steeper first ramp and a lower
+// level than any trough since.
+func (s *sawCycles) add(j, k, top int, xs, ps []float64) {
+	height, length := ps[top]-ps[j], xs[top]-xs[k]
+	if xs[j]-xs[top] > 2 || length <= roomyBuckets {
+		return
+	}
+	pace := height / length
+	if s.hi == 0 {
+		s.lo, s.level = pace, ps[j]
+	}
+	s.last = j
+	s.lo, s.hi = math.Min(s.lo, pace), math.Max(s.hi, pace)
+	s.top, s.long = math.Max(s.top, height), math.Max(s.long, length)
+	s.level = math.Min(s.level, ps[j])
+}
+
+// ramp says whether the newest floors are the next ramp of the sawtooth: the troughs
+// have not risen (the last within sig of the lowest trough: a leak under
+// a sawtooth lifts them, and is judged on them by the envelope), nothing fell by sig
+// since (a collection part way up a leak gives back less than it rose: the next
+// trough is higher, and no cycle's; held from the trough before, gc_sawtooth_rising_floor
+// seed 24 paged 17 minutes later), the rise began at the
+// last trough (its foot, the newest floor within sig of the lowest since, in the
+// rise's first quarter or its first fastBuckets), climbs at between half the slowest
+// and twice the steepest of the ramps' paces (steadyRise: a leak under it adds its own
+// pace), and has not gone on sawReach times higher or longer than the largest.
+//
+// The long window shows no net growth of a sawtooth; a ramp longer than the ones before
+// it outlasts the envelope's width (see analyze), and without this each such cycle
+// paged (x_gc_sawtooth_wide: 50 of 100 traces; 40 with it, see docs/leak-detection.md).
+func (s *sawCycles) ramp(xs, ps []float64, sig float64) bool {
+	n := len(xs)
+	if s.hi == 0 || s.last >= n-1 {
+		return false
+	}
+	j := s.last
+	if ps[j] > s.level+sig || s.drop > j {
+		return false
+	}
+	mn := slices.Min(ps[j:])
+	foot := j
+	for i := j; i < n; i++ {
+		if ps[i] <= mn+sig {
+			foot = i
+		}
+	}
+	d := xs[n-1] - xs[j]
+	rise := ps[n-1] - ps[j]
+	if xs[foot]-xs[j] > math.Max(fastBuckets, d/4) || rise <= 0 {
+		return false
+	}
+	pace := rise / d
+	return pace >= s.lo/steadyRise && pace <= steadyRise*s.hi && rise <= sawReach*s.top && d <= sawReach*s.long
 }

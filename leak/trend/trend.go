@@ -372,8 +372,10 @@ type growState struct {
 	steep bool // it started at FastRate or faster (see youngHold)
 	rest  bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
-	// would have started growth on but for the idle moments its process lost; 0 if none.
+	// would have started growth on but for the idle moments its process lost, or (saw)
+	// for being the next ramp of the series' sawtooth; 0 if none.
 	held float64
+	saw  bool
 }
 
 // smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
@@ -768,6 +770,10 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	case allocFlat && sustained(colUnattributed):
 		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
 	case pending(&v, &reason):
+	case pushing && p.grow[colAllocated].held > 0 && p.grow[colAllocated].saw:
+		// Held as the next ramp of a sawtooth (see track): the same, with its own why.
+		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min from the trough it fell back to, at the pace of the ramps it gave back: "+
+			"the next cycle of a sawtooth (a garbage collector's), judged on its troughs when it falls back, not a leak yet", p.grow[colAllocated].held/MiBPerMinute)
 	case pushing && p.grow[colAllocated].held > 0:
 		// Held by the test of idle moments (see track): on-call should see the rise and
 		// why it does not page, not "nothing rising", nor the cache that rises with it
@@ -935,6 +941,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		return
 	}
 	// The short rule's two starts, and whether the lost idle moments hold them.
+	// A rise that is the next ramp of the series' sawtooth (see sawCycles.ramp) is held
+	// too, unless filling: it is judged on the troughs when the collection comes.
+	saw := v.sawRamp && !filling
 	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing
 	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
@@ -942,6 +951,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	atRest := e.qualifies(v.atRest)
 	slowAtRest := slowLine(v.atRestLong, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs
 	held := v.idleLost && !filling && !atRest
+	shortOK, halfOK := shortRise && !held && !saw, halfRise && !held && !saw
 	// A rise clear of load by the client's counts is not for a young process (see
 	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
 	// for minutes.
@@ -950,7 +960,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (cleared && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest}
-	case shortRise && !held:
+	case shortOK:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
 		// whose floor is the least load in flight, fitted together with the ramp before
@@ -960,7 +970,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
 		// no leak class slower by more than a second).
 		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line, steep: v.judge.slope/b >= cfg.FastRate}
-	case halfRise && !held:
+	case halfOK:
 		// A rise that began within the short window, judged on the newest half of it
 		// (allocated and memory outside the allocator, see judge). Only as smooth as a
 		// line, once it went on for earlyPersist, and slower than the fast rate: a
@@ -979,10 +989,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// The slow rule on the floors at rest, where some stretch of the long window had
 		// none: its envelope is the load's climb, they are not.
 		*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}
-	case held && shortRise:
-		g.held = v.judge.slope / b
-	case held && halfRise:
-		g.held = v.half.slope / b
+	case (held || saw) && shortRise:
+		g.held, g.saw = v.judge.slope/b, !held
+	case (held || saw) && halfRise:
+		g.held, g.saw = v.half.slope/b, !held
 	}
 }
 

@@ -657,6 +657,60 @@ func TestGCSawtooth(t *testing.T) {
 	}
 }
 
+// collections returns a garbage function: perMin MiB/min of garbage freed at once at the
+// end of each period (minutes), as Python's gen-2 collector frees tensors kept by
+// reference cycles.
+func collections(perMin float64, periods ...float64) func(time.Duration) float64 {
+	var gcs []time.Duration
+	at := 0.0
+	for _, p := range periods {
+		at += p
+		gcs = append(gcs, time.Duration(at*float64(time.Minute)))
+	}
+	return func(el time.Duration) float64 {
+		last := time.Duration(0)
+		for _, g := range gcs {
+			if el >= g {
+				last = g
+			}
+		}
+		return perMin * mib * (el - last).Minutes()
+	}
+}
+
+// TestGCSawtoothLongerCycles: a collector whose cycle is drawn anew each time, from 5
+// to 25 minutes. Its second ramp is five times longer than its first, so it outlasts the
+// envelope (as wide as the longest cycle seen) and fits a line: without the test of the
+// sawtooth's next ramp (sawCycles) it paged at 20 minutes. Held, with its reason, it is
+// judged on its troughs when it comes back. A leak under it lifts the troughs and pages;
+// one of 120 MiB/min that starts part way up a ramp is steeper than the ramps can make
+// and pages within minutes, not a cycle later (the troughs lag it by the cycle).
+func TestGCSawtoothLongerCycles(t *testing.T) {
+	garbage := collections(40, 5, 24, 7, 25, 9, 22, 6, 24, 10, 23)
+	gc := func(el time.Duration) float64 { return 2048*mib + garbage(el) }
+	r := scenario{d: 3 * time.Hour, alloc: sawtooth(gc, 200*mib)}.run(t)
+	if a := r.alerted(0); a >= 0 {
+		t.Errorf("a collector's sawtooth of 5- to 25-minute cycles alerted at %s:%s", a, r)
+	}
+	if !r.reasonSaid("the next cycle of a sawtooth") {
+		t.Errorf("no reason said a ramp was held as the sawtooth's next cycle:%s", r)
+	}
+
+	onset := 61 * time.Minute // the troughs: 5, 29, 36, 61, 70 minutes
+	rising := func(el time.Duration) float64 { return gc(el) + 5*mib*math.Max(0, (el-onset).Minutes()) }
+	r = scenario{d: 3 * time.Hour, alloc: sawtooth(rising, 200*mib)}.run(t)
+	if a := r.alerted(0); a < onset || a > onset+75*time.Minute {
+		t.Errorf("the sawtooth over a 5 MiB/min leak from minute 61: first alert at %s, want after the onset, once the troughs rose:%s", a, r)
+	}
+
+	onset = 63 * time.Minute // 2 minutes up a ramp
+	steep := func(el time.Duration) float64 { return gc(el) + 200*mib*math.Max(0, (el-onset).Minutes()) }
+	r = scenario{d: 90 * time.Minute, alloc: sawtooth(steep, 200*mib)}.run(t)
+	if a := r.alerted(0); a < onset || a > onset+5*time.Minute {
+		t.Errorf("a 200 MiB/min leak 2 minutes up a ramp of 40 MiB/min: first alert at %s, want within 5 minutes of %s:%s", a, onset, r)
+	}
+}
+
 // TestBusyBucketsDoNotSpoil: two consecutive buckets without an idle moment lift the
 // floor by 2 GiB in the middle of a leak's window; the robust fit ignores them (least
 // squares had delayed an NVML-only leak by 13 minutes this way).

@@ -1,4 +1,4 @@
-# gpu-e2e.sh phase 3, sourced by it (not run on its own): ten serving loops
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): twelve serving loops
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
 # trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
 # slower to a 1.5 GiB budget, a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
@@ -10,7 +10,12 @@
 # leak from LEAK_ONSET; and fast_leak_counted, the fast leak from COUNTED_ONSET (400 s:
 # past a young process's probation, two short windows after its warm-up, where a young
 # process's steep rise waits half a short window whatever the counts) whose every request
-# goes through request(). The trace is replayed once more without the counts, as the
+# goes through request(); and a collector's sawtooth (30 MiB/min of garbage in reference
+# cycles, collected after cycles of 90, 300, 100 and 280 s: the second outlasts the
+# envelope of the first), alone and over the fast leak from LEAK_ONSET, part way up its
+# long cycle, scored on a replay with scripts/gpu/sawtooth-trace.yml (the defaults five
+# times faster: short-trace.yml's long window is shorter than the long cycle). The trace
+# is replayed once more without the counts, as the
 # control (printed, not scored: without them the climb may page). Triage runs while they do; then the
 # trace is replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
 # scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its onset: a
@@ -34,8 +39,9 @@ if [ "$TRACE_SECONDS" -lt "$((COUNTED_ONSET + 90))" ]; then
 fi
 loops=()
 metas=()
+saw_metas=()
 : > "$OUT/trace-pids.txt"
-for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted; do
+for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak; do
   # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has. The load loops
   # count their requests with the client's request(): traffic from 90 s that climbs for
   # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back.
@@ -49,7 +55,10 @@ for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak loa
     "${extra[@]}" > "$OUT/loop-$loop.log" 2>&1 &
   loops+=("$!")
   pids+=("$!")
-  metas+=("$OUT/loop-$loop.json")
+  case $loop in
+    gc_sawtooth*) saw_metas+=("$OUT/loop-$loop.json") ;; # scored on their own settings, below
+    *) metas+=("$OUT/loop-$loop.json") ;;
+  esac
   echo "$loop $!" >> "$OUT/trace-pids.txt"
 done
 sleep $((TRACE_SECONDS - 5))
@@ -64,6 +73,10 @@ echo "-- replay of the recorded trace with scripts/gpu/short-trace.yml"
 "$work/vram_exporter" replay --config.file="$here/gpu/short-trace.yml" --input "$OUT/trace.jsonl" --output json > "$OUT/replay.json" || fail=1
 echo "-- each loop's verdicts and the delay from its onset"
 python3 "$here/gpu/verdicts.py" "$OUT/replay.json" "${metas[@]}" | tee "$OUT/verdicts.txt"
+[ "${PIPESTATUS[0]}" = 0 ] || fail=1
+echo "-- the collector's sawtooth loops, replayed with scripts/gpu/sawtooth-trace.yml (the defaults five times faster; the 4-minute long window above forgets a 300 s cycle's collection)"
+"$work/vram_exporter" replay --config.file="$here/gpu/sawtooth-trace.yml" --input "$OUT/trace.jsonl" --output json > "$OUT/replay-sawtooth.json" || fail=1
+python3 "$here/gpu/verdicts.py" "$OUT/replay-sawtooth.json" "${saw_metas[@]}" | tee "$OUT/verdicts-sawtooth.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || fail=1
 echo "-- control: the same trace without the load loops' requests in flight (as a client that does not count them)"
 sed -E 's/,"in_flight":[0-9]+//' "$OUT/trace.jsonl" > "$OUT/trace-no-load.jsonl"

@@ -25,6 +25,13 @@ first real-GPU traces were recorded with.
                      the load. Each request goes through reporter.request() when
                      --report-load is given.
   load_climb_leak    the same, and a --rate-mib leak (20 by default) from --onset
+  gc_sawtooth        healthy, and --gc-rate-mib MiB/min (30) of tensors kept alive by
+                     reference cycles, which only Python's cyclic collector frees: automatic
+                     collection off, gc.collect() at the end of each cycle of
+                     --gc-cycles seconds (90,300,100,280: a cycle drawn anew each time, the
+                     second more than three times the first), then the last again
+  gc_sawtooth_fast_leak  the same sawtooth, and a --rate-mib leak (400 by default) from
+                     --onset until --stop, as fast_leak
   leak               keeps every output tensor in a global list from the first request
   no_inference_mode  no inference_mode/no_grad, and a running metric accumulated as a
                      tensor, so every request's autograd graph (activations) stays alive
@@ -36,8 +43,10 @@ say ("leak" or "none"), for scripts/gpu/verdicts.py.
 usage: serve_loop.py --mode MODE --socket PATH --seconds N [--onset S] [--stop S]
                      [--hold S] [--rate-mib R] [--rate 5] [--meta FILE] [--name NAME]
                      [--report-load] [--load-at S --load-rise S --load-hold S --load-peak N]
+                     [--gc-rate-mib R] [--gc-cycles S,S,...]
 """
 import argparse
+import gc
 import json
 import math
 import os
@@ -51,7 +60,7 @@ import torch  # noqa: E402
 import vram_exporter_client as vc  # noqa: E402
 
 MODES = ["healthy", "staircase", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "load_climb", "load_climb_leak",
-         "leak", "no_inference_mode"]
+         "gc_sawtooth", "gc_sawtooth_fast_leak", "leak", "no_inference_mode"]
 MIB = 2**20
 
 ap = argparse.ArgumentParser()
@@ -69,12 +78,26 @@ ap.add_argument("--load-rise", type=float, default=150.0, help="load_climb: seco
 ap.add_argument("--load-hold", type=float, default=120.0, help="load_climb: seconds the traffic holds its peak")
 ap.add_argument("--load-peak", type=float, default=24.0, help="load_climb: mean requests in flight at the peak")
 ap.add_argument("--report-load", action="store_true", help="count every request with reporter.request() (requests_in_flight)")
+ap.add_argument("--gc-rate-mib", type=float, default=30.0, help="gc_sawtooth: MiB/min of cyclic garbage")
+ap.add_argument("--gc-cycles", default="90,300,100,280", help="gc_sawtooth: seconds of each collector's cycle, comma-separated; the last repeats")
 ap.add_argument("--name", default="", help="the loop's name in --meta and its service label (default: the mode)")
 args = ap.parse_args()
 
 mode = args.mode
 name = args.name or mode
-rate_mib = args.rate_mib if args.rate_mib is not None else {"slow_leak": 20.0, "fast_leak": 400.0, "load_climb_leak": 20.0}.get(mode, 0.0)
+rate_mib = args.rate_mib if args.rate_mib is not None else {
+    "slow_leak": 20.0, "fast_leak": 400.0, "load_climb_leak": 20.0, "gc_sawtooth_fast_leak": 400.0}.get(mode, 0.0)
+LEAKS = ("slow_leak", "fast_leak", "load_climb_leak", "gc_sawtooth_fast_leak")
+try:
+    gc_cycles = [float(c) for c in args.gc_cycles.split(",")]
+except ValueError:
+    ap.error("--gc-cycles %r: want seconds separated by commas, e.g. 90,300,100,280" % args.gc_cycles)
+if not gc_cycles or min(gc_cycles) <= 0:
+    ap.error("--gc-cycles %r: every cycle must last more than 0 s" % args.gc_cycles)
+sawtooth = mode.startswith("gc_sawtooth")
+if sawtooth:
+    # Python's gen-2 collector, by hand: the garbage lives until gc.collect().
+    gc.disable()
 
 torch.manual_seed(0)
 rng = random.Random(1)
@@ -87,10 +110,12 @@ model = torch.nn.Sequential(
 start = time.time()
 onset = stop = None
 expect = "none"
-if mode in ("slow_leak", "fast_leak", "load_climb_leak"):
+if mode in LEAKS:
     onset, expect = start + args.onset, "leak"
-    if mode == "fast_leak":
+    if mode in ("fast_leak", "gc_sawtooth_fast_leak"):
         stop = start + args.stop
+elif mode == "gc_sawtooth":
+    onset = start + gc_cycles[0]  # the first collection
 elif mode == "burst":
     onset, stop = start + args.onset, start + args.onset + args.hold
 elif mode == "staircase":
@@ -153,7 +178,15 @@ class Request(object):
             self.ctx.__exit__(None, None, None)
 
 
+def cyclic_garbage(nbytes):
+    """A tensor in a reference cycle, dropped at once: only the cyclic collector frees it."""
+    box = [torch.empty(nbytes, dtype=torch.uint8, device=dev).fill_(1)]
+    box.append(box)
+
+
 flight = []     # load_climb's requests in flight
+garbage_bytes = 0.0
+next_gc, gc_i = start + gc_cycles[0], 0
 kept = []       # what a leak keeps
 cache = []      # the staircase's items
 held = None     # the burst's memory
@@ -185,7 +218,16 @@ while True:
         for r in flight:
             r.end()
         flight = nxt
-    if mode in ("slow_leak", "fast_leak", "load_climb_leak") and now >= onset and (stop is None or now < stop):
+    if sawtooth:
+        garbage_bytes += args.gc_rate_mib * MIB * (now - last) / 60.0
+        while garbage_bytes >= MIB:
+            cyclic_garbage(MIB)
+            garbage_bytes -= MIB
+        if now >= next_gc:
+            gc.collect()
+            gc_i += 1
+            next_gc += gc_cycles[min(gc_i, len(gc_cycles) - 1)]
+    if mode in LEAKS and now >= onset and (stop is None or now < stop):
         kept_bytes += rate_mib * MIB * (now - max(last, onset)) / 60.0
         while kept_bytes >= MIB:  # keep it in 1 MiB tensors, as outputs kept per request
             kept.append(torch.empty(MIB, dtype=torch.uint8, device=dev).fill_(1))

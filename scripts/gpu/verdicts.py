@@ -3,7 +3,7 @@
 
 For every loop it prints the verdicts it went through, the first leak or
 unattributed_growth and its delay from the onset, and the last verdict; then the GPU
-exhaustion forecast lines. A look-alike (staircase, burst, healthy, nvml_only) must never
+exhaustion forecast lines. A look-alike (staircase, burst, healthy, nvml_only, gc_sawtooth…) must never
 be leak or unattributed_growth; a leak must be flagged after its onset. Exit status 1 when
 one is not, 2 when the inputs cannot be read.
 
