@@ -901,7 +901,7 @@ func upperQuartile(v []float64) float64 {
 // gen-2 collection frees the garbage of a whole cycle in one go). A burst of load
 // rises and falls over minutes; a busy server's floor wanders by a few times its noise.
 type sawCycles struct {
-	last      int     // index of the newest trough after a give-back; -1 if none
+	last      int     // index of the newest trough after a give-back (only once hi > 0)
 	drop      int     // index of the newest floor after any fall by sig, cycle or not
 	lo, hi    float64 // the slowest and the steepest ramp's pace (bytes per bucket)
 	top, long float64 // the highest ramp's height and the longest one's length (buckets)
@@ -958,7 +958,7 @@ func (s *sawCycles) add(j, k, top int, xs, ps []float64) {
 //
 // The long window shows no net growth of a sawtooth; a ramp longer than the ones before
 // it outlasts the envelope's width (see analyze), and without this each such cycle
-// paged (x_gc_sawtooth_wide: 50 of 100 traces; 40 with it, see docs/leak-detection.md).
+// paged (x_gc_sawtooth_wide: 50 of 100 traces; 41 with it, see docs/leak-detection.md).
 func (s *sawCycles) ramp(xs, ps []float64, sig float64) bool {
 	n := len(xs)
 	if s.hi == 0 || s.last >= n-1 {
