@@ -154,6 +154,82 @@ type Outcome struct {
 	// OOMAt is the out-of-memory error on a Label.OOM trace: the main process's last
 	// sample, from the trace start.
 	OOMAt time.Duration
+	// Ours only: what the shipped alert rules make of the verdicts, a verdict held as
+	// long as its rule's `for:` (AlertFor). A verdict is not yet an alert: on-call hears
+	// of the rule, and the baseline's figures count its own `for:` too. FiredFalse: the
+	// rule fired on a look-alike or before a leak's onset (FiredFalseAt from the trace
+	// start); FiredDelay: its first firing at or after the onset, minus the onset (-1:
+	// none).
+	FiredFalse   bool
+	FiredFalseAt time.Duration
+	FiredDelay   time.Duration
+}
+
+// AlertFor is how long the shipped rules (deploy/prometheus/vram_exporter.rules.yml) want
+// each alerting verdict held before they fire: VRAMProcessLeak and
+// VRAMUnattributedGrowth. TestAlertForMatchesRules holds them to the file.
+var AlertFor = map[trend.Verdict]time.Duration{
+	trend.Leak:               5 * time.Minute,
+	trend.UnattributedGrowth: 30 * time.Minute,
+}
+
+// firings turns one trace's verdict changes into the alerts the rules would fire: per
+// series, the verdict it holds and since when; a verdict held for its AlertFor fires at
+// since + AlertFor. The `for:` scales with the short window, as the rules' own
+// thresholds do at the scaled settings of short traces.
+type firings struct {
+	scale float64
+	cur   map[seriesKey]trend.Verdict
+	since map[seriesKey]time.Duration
+	fired []time.Duration
+}
+
+func newFirings(cfg trend.Config) *firings {
+	return &firings{
+		scale: float64(cfg.ShortWindow) / float64(trend.DefaultConfig().ShortWindow),
+		cur:   map[seriesKey]trend.Verdict{}, since: map[seriesKey]time.Duration{},
+	}
+}
+
+// close ends series k's current verdict at at, noting a firing if it was held long enough.
+func (p *firings) close(k seriesKey, at time.Duration) {
+	f, ok := AlertFor[p.cur[k]]
+	if !ok {
+		return
+	}
+	f = time.Duration(float64(f) * p.scale)
+	if at-p.since[k] >= f {
+		p.fired = append(p.fired, p.since[k]+f)
+	}
+}
+
+func (p *firings) change(k seriesKey, v trend.Verdict, at time.Duration) {
+	if cur, ok := p.cur[k]; ok && cur == v {
+		return // a new reason, the same verdict: the rule's series stays at 1
+	}
+	if _, ok := p.cur[k]; ok {
+		p.close(k, at)
+	}
+	p.cur[k], p.since[k] = v, at
+}
+
+// score closes every series at the trace's end and fills o's Fired fields.
+func (p *firings) score(o *Outcome, end time.Duration, leak bool, onset time.Duration) {
+	for k := range p.cur {
+		p.close(k, end)
+	}
+	o.FiredDelay = -1
+	for _, t := range p.fired {
+		if !leak || t < onset {
+			if !o.FiredFalse || t < o.FiredFalseAt {
+				o.FiredFalse, o.FiredFalseAt = true, t
+			}
+			continue
+		}
+		if o.FiredDelay < 0 || t-onset < o.FiredDelay {
+			o.FiredDelay = t - onset
+		}
+	}
 }
 
 // TraceResult is one trace's outcome for both methods.
@@ -397,7 +473,7 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 	ld.ours.ForecastAt, ld.ours.SteadyAfter = -1, -1
 
 	// The trace's first record is its time origin; the onset is relative to it.
-	var origin time.Time
+	var origin, end time.Time
 	var lastMain time.Time
 	r := trace.NewReader(bytes.NewReader(data))
 	for {
@@ -413,6 +489,9 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 		}
 		if origin.IsZero() || t.Before(origin) {
 			origin = t
+		}
+		if t.After(end) {
+			end = t
 		}
 		if p := rec.Process; p != nil && p.HasUsed && (l.PID == 0 || l.PID == p.Key.PID) {
 			k := seriesKey{p.Key.PID, p.Key.UUID}
@@ -430,6 +509,7 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 	var first *time.Duration
 	var firstVerdict trend.Verdict
 	alertingNow := map[seriesKey]bool{}
+	fr := newFirings(cfg)
 	stopSeen := false
 	_, err := replay.Watch(bytes.NewReader(data), cfg, func(c replay.Change) {
 		if l.PID != 0 && c.PID != l.PID {
@@ -444,6 +524,7 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 			}
 		}
 		alertingNow[seriesKey{c.PID, c.UUID}] = alerting(c.Verdict)
+		fr.change(seriesKey{c.PID, c.UUID}, c.Verdict, at)
 		if stopSeen && ld.ours.SteadyAfter < 0 && ld.ours.Detected && countTrue(alertingNow) == 0 {
 			ld.ours.SteadyAfter = at - stop
 		}
@@ -483,6 +564,7 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 	if l.StopSeconds > 0 && !stopSeen && ld.ours.Detected && countTrue(alertingNow) == 0 {
 		ld.ours.SteadyAfter = 0
 	}
+	fr.score(&ld.ours, end.Sub(origin), l.Leak, onset)
 	if ld.ours.FirstVerdicts == "" && first != nil {
 		ld.ours.FirstVerdicts = string(firstVerdict)
 	}

@@ -61,6 +61,12 @@ type ClassResult struct {
 	// NoLead counts OOMs without a forecast before them.
 	Leads  []time.Duration
 	NoLead int
+	// Fired: where the shipped rules fire (Outcome.FiredFalse, FiredDelay): look-alike
+	// traces (or twins before the onset) they fired on, and the leaks' delays to their
+	// first firing; NeverFired counts leaks they never fired on.
+	Fired       int
+	FiredDelays []time.Duration
+	NeverFired  int
 }
 
 // SweepOptions configure Sweep.
@@ -193,8 +199,16 @@ func (cr *ClassResult) add(seed uint64, l Label, o, base Outcome) {
 	if o.ForecastFalse {
 		cr.Forecasts++
 	}
+	if o.FiredFalse {
+		cr.Fired++
+	}
 	if !l.Leak {
 		return
+	}
+	if o.FiredDelay >= 0 {
+		cr.FiredDelays = append(cr.FiredDelays, o.FiredDelay)
+	} else {
+		cr.NeverFired++
 	}
 	if o.Detected {
 		cr.Delays = append(cr.Delays, o.Delay)
@@ -244,21 +258,21 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // WriteSweep prints the sweep as two Markdown tables (look-alikes, then leaks), the
 // form docs/leak-detection.md quotes.
 func WriteSweep(w io.Writer, rs []ClassResult, seeds int) error {
-	fmt.Fprintf(w, "Look-alikes (%d seeds each): traces with a false leak/unattributed_growth, ours and the baseline's; traces with a GPU exhaustion forecast\n\n", seeds)
+	fmt.Fprintf(w, "Look-alikes (%d seeds each): traces with a false leak/unattributed_growth, ours and the baseline's; traces the shipped rules fire on (the verdict held for VRAMProcessLeak's or VRAMUnattributedGrowth's `for:`); traces with a GPU exhaustion forecast\n\n", seeds)
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "| class\t false alarms\t baseline\t forecasts\t first seeds\t")
-	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t")
+	fmt.Fprintln(tw, "| class\t false alarms\t baseline\t rule fired\t forecasts\t first seeds\t")
+	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t")
 	for _, r := range rs {
 		if r.Class.Leak {
 			continue
 		}
-		fmt.Fprintf(tw, "| %s\t %d/%d\t %d\t %d\t %s\t\n", r.Class.Name, r.FalseAlarms, r.Traces, r.BaselineFalseAlarms, r.Forecasts, seedList(r.FalseAlarmSeeds))
+		fmt.Fprintf(tw, "| %s\t %d/%d\t %d\t %d\t %d\t %s\t\n", r.Class.Name, r.FalseAlarms, r.Traces, r.BaselineFalseAlarms, r.Fired, r.Forecasts, seedList(r.FalseAlarmSeeds))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nLeaks (%d seeds each): false alarms before the onset; delay from the onset (median, 90th percentile, max); flagged later than the target or missed; the baseline; after a stop, time to no alert (median/max); forecast lead before the OOM (min/median)\n\n", seeds)
+	fmt.Fprintf(w, "\nLeaks (%d seeds each): false alarms before the onset; delay from the onset (median, 90th percentile, max); flagged later than the target or missed; the baseline; after a stop, time to no alert (median/max); forecast lead before the OOM (min/median); the shipped rules' first firing: before the onset, delay median (never fired)\n\n", seeds)
 	tw = tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
-	fmt.Fprintln(tw, "| class\t early alarms\t delay median / p90 / max\t missed\t over target\t baseline delay median (missed)\t steady after stop\t forecast lead\t slow seeds\t")
-	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t---\t")
+	fmt.Fprintln(tw, "| class\t early alarms\t delay median / p90 / max\t missed\t over target\t baseline delay median (missed)\t steady after stop\t forecast lead\t rule fired: early, median (never)\t slow seeds\t")
+	fmt.Fprintln(tw, "|---\t---\t---\t---\t---\t---\t---\t---\t---\t---\t")
 	for _, r := range rs {
 		if !r.Class.Leak {
 			continue
@@ -280,9 +294,10 @@ func WriteSweep(w io.Writer, rs []ClassResult, seeds int) error {
 		if len(r.MissedSeeds) > 0 {
 			seeds += " (missed " + seedList(r.MissedSeeds) + ")"
 		}
-		fmt.Fprintf(tw, "| %s\t %d/%d\t %s / %s / %s\t %d\t %d\t %s (%d)\t %s\t %s\t %s\t\n", r.Class.Name, r.FalseAlarms, r.Traces,
+		fired := fmt.Sprintf("%d, %s (%d)", r.Fired, fmtDur(quantile(r.FiredDelays, 0.5)), r.NeverFired)
+		fmt.Fprintf(tw, "| %s\t %d/%d\t %s / %s / %s\t %d\t %d\t %s (%d)\t %s\t %s\t %s\t %s\t\n", r.Class.Name, r.FalseAlarms, r.Traces,
 			fmtDur(quantile(r.Delays, 0.5)), fmtDur(quantile(r.Delays, 0.9)), fmtDur(quantile(r.Delays, 1)),
-			r.Missed, r.OverTarget, fmtDur(quantile(r.BaselineDelays, 0.5)), r.BaselineMissed, stop, lead, seeds)
+			r.Missed, r.OverTarget, fmtDur(quantile(r.BaselineDelays, 0.5)), r.BaselineMissed, stop, lead, fired, seeds)
 	}
 	return tw.Flush()
 }
