@@ -108,6 +108,13 @@ type view struct {
 	// sawRamp: the newest rise is the next ramp of a sawtooth the series showed (see
 	// sawCycles.ramp): a collector's cycle, judged on its troughs when it comes back.
 	sawRamp bool
+	// floor: the newest floor itself (not the envelope's); fell: on a series that
+	// showed a collector's sawtooth (see sawCycles), within the short window a
+	// bucket's floor fell by sig below the one before's: a collection. (On any series,
+	// noise that falls by sig kept fills the fast rule took: -stress x_cache_fill_large
+	// 0 → 6 false verdicts.)
+	floor float64
+	fell  bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -226,7 +233,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			}
 		}
 	}
-	v.sawRamp = saw.ramp(xs, ps, v.sig)
+	v.sawRamp, v.floor = saw.ramp(xs, ps, v.sig), ps[n-1]
+	for i := n - 1; saw.hi > 0 && i > 0 && xs[i] > -float64(ns) && !v.fell; i-- {
+		v.fell = fs[i] < fs[i-1]-v.sig
+	}
 	env := grow(&sc.env, n)
 	slidingMin(xs, ps, v.w, env, &sc.dq)
 	v.newest = env[n-1]

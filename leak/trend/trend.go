@@ -376,6 +376,8 @@ type growState struct {
 	// for being the next ramp of the series' sawtooth; 0 if none.
 	held float64
 	saw  bool
+	// floor: where the floor stood when the fast rule started growth on a roomy GPU.
+	floor float64
 }
 
 // smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
@@ -908,6 +910,23 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// Where the GPU has room, a steep rise that then goes ever slower is a cache
 			// filling to its budget (see slowing), not a leak.
 			keep = keep && !(g.roomy && v.slowing)
+			// But a collector's sawtooth (the issue's, under a leak) gives back at each
+			// collection the garbage, not the leak: the run of rising buckets breaks
+			// (cont) while the envelope the judged window and the test of slowing read,
+			// its troughs, lags the leak by a cycle. There a floor that fell within the
+			// short window (fell: a fill does not) and came back above where it stood
+			// when growth started, by sig, with the floors' own line over
+			// the short window (robust to the drop) still steep, keeps the growth. A
+			// burst, a long generation or a sawtooth's ramp that the fast rule took goes
+			// back below it when it ends. Without this a fast leak under a sawtooth went
+			// back to steady within minutes of being flagged, too soon for
+			// VRAMProcessLeak's five (vram_eval -stress, x_gc_sawtooth_fast_leak: 18 of
+			// 100 never fired). Not in place of the test of slowing: keeping any steep
+			// floors' line, a sawtooth of 150 MiB/min whose ramp the fast rule had
+			// taken stayed `leak` for two hours (x_gc_sawtooth_steep seed 43).
+			if g.roomy && v.fell && v.floor >= g.floor+v.sig {
+				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
+			}
 		case ruleSlow:
 			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, cfg.SlowRate/2, cfg.MinFit-0.2))
 		case ruleShort:
@@ -959,7 +978,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	*g = growState{}
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (cleared && !v.slowing && !v.idleLost)):
-		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest}
+		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
 	case shortOK:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 		// leak's noise rarely does) is a saturated server's plateau,
