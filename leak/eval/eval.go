@@ -179,44 +179,48 @@ var AlertFor = map[trend.Verdict]time.Duration{
 // thresholds do at the scaled settings of short traces.
 type firings struct {
 	scale float64
-	cur   map[seriesKey]trend.Verdict
-	since map[seriesKey]time.Duration
+	held  map[seriesKey]heldVerdict
 	fired []time.Duration
+}
+
+type heldVerdict struct {
+	v     trend.Verdict
+	since time.Duration
 }
 
 func newFirings(cfg trend.Config) *firings {
 	return &firings{
 		scale: float64(cfg.ShortWindow) / float64(trend.DefaultConfig().ShortWindow),
-		cur:   map[seriesKey]trend.Verdict{}, since: map[seriesKey]time.Duration{},
+		held:  map[seriesKey]heldVerdict{},
 	}
 }
 
-// close ends series k's current verdict at at, noting a firing if it was held long enough.
-func (p *firings) close(k seriesKey, at time.Duration) {
-	f, ok := AlertFor[p.cur[k]]
+// end ends h at at, noting a firing if it was held long enough.
+func (p *firings) end(h heldVerdict, at time.Duration) {
+	f, ok := AlertFor[h.v]
 	if !ok {
 		return
 	}
-	f = time.Duration(float64(f) * p.scale)
-	if at-p.since[k] >= f {
-		p.fired = append(p.fired, p.since[k]+f)
+	if f = time.Duration(float64(f) * p.scale); at-h.since >= f {
+		p.fired = append(p.fired, h.since+f)
 	}
 }
 
 func (p *firings) change(k seriesKey, v trend.Verdict, at time.Duration) {
-	if cur, ok := p.cur[k]; ok && cur == v {
+	h, ok := p.held[k]
+	if ok && h.v == v {
 		return // a new reason, the same verdict: the rule's series stays at 1
 	}
-	if _, ok := p.cur[k]; ok {
-		p.close(k, at)
+	if ok {
+		p.end(h, at)
 	}
-	p.cur[k], p.since[k] = v, at
+	p.held[k] = heldVerdict{v, at}
 }
 
 // score closes every series at the trace's end and fills o's Fired fields.
 func (p *firings) score(o *Outcome, end time.Duration, leak bool, onset time.Duration) {
-	for k := range p.cur {
-		p.close(k, end)
+	for _, h := range p.held {
+		p.end(h, end)
 	}
 	o.FiredDelay = -1
 	for _, t := range p.fired {
