@@ -3,6 +3,7 @@ package eval
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -94,6 +95,26 @@ func Stress() []Class {
 	add("step_leak_sparse", "a leak of 32–512 MiB every 3–12 min from minute 30–60 (a cache keyed by something unbounded)", true,
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.StepSize, s.StepEvery, s.Onset = StepLeak, uniform(r, 32, 512), minutes(uniform(r, 3, 12)), minutes(uniform(r, 30, 60))
+		})
+	// A process deployed at night: it loads its model, idles, and meets its first
+	// traffic 20–150 min later. CUDA's lazy module loading (the default since 11.7) loads
+	// the kernels on first use, and the first requests create cuBLAS workspaces and
+	// allocator pools that stay: a young process's warm-up, long after the warm-up.
+	late := func(r *rand.Rand, s *Spec) {
+		at := minutes(uniform(r, 20, 150))
+		s.Busy = 0
+		s.Traffic = &Traffic{At: at, Rise: minutes(uniform(r, 2, 20)), Hold: 6 * time.Hour, Peak: uniform(r, 0.2, 1.5), Req: uniform(r, 20, 600)}
+		n := 20 + r.IntN(41)
+		s.Steps = staircase(r, ColUnattributed, n, at, minutes(uniform(r, 1.5, 2.5)), uniform(r, 120, 200)/float64(n), 0.5, "decelerating")
+		k := 2 + r.IntN(5)
+		s.Steps = append(s.Steps, staircase(r, ColAllocated, k, at, minutes(uniform(r, 1, 5)), uniform(r, 32, 512)/float64(k), 0.5, "decelerating")...)
+		slices.SortFunc(s.Steps, func(a, b Step) int { return int(a.At - b.At) })
+	}
+	add("first_traffic_late", "a model loaded and idle for 20–150 min, then its first traffic: kernels loaded lazily (120–200 MiB outside the allocator over 1.5–2.5 min), workspaces and pools of 32–512 MiB kept", false, late)
+	add("first_traffic_late_leak", "the same, leaking 2–30 MiB/min from the first request", true,
+		func(r *rand.Rand, s *Spec) {
+			late(r, s)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 30), s.Traffic.At
 		})
 	return out
 }

@@ -99,6 +99,9 @@ type view struct {
 	// atRest: the line through the floors the client said were at rest (see restFit),
 	// when the idle moments were lost; it frees a rise they hold.
 	atRest fitResult
+	// atRestInferred: atRest is exactFit's, the client does not say which samples were
+	// at rest.
+	atRestInferred bool
 	// atRestLong: the same over the long window since the warm-up, when some stretch of
 	// it lost them (the slow rule's).
 	atRestLong fitResult
@@ -383,7 +386,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
 		if v.idleLost {
-			v.atRest = sc.restFit(h, xs, max(2*ns, nj), sigma)
+			if h.restFloor != nil {
+				v.atRest = sc.restFit(h, xs, max(2*ns, nj), sigma)
+			} else {
+				v.atRest, v.atRestInferred = sc.exactFit(xs, env, max(2*ns, nj), sigma), true
+			}
 		}
 		if v.idleLostLong && v.longSpan >= nl/2 {
 			// The slow rule's span: the long window since the warm-up.
@@ -411,6 +418,83 @@ func (s *scratch) restFit(h *history, xs []float64, span int64, sigma float64) f
 	s.rx, s.ry = rx, ry
 	return s.robustFit(rx, ry, sigma)
 }
+
+// exactFit stands in for restFit where the client does not say which samples were at
+// rest: a bucket with an idle moment has the floor a leak grows as its floor, to the
+// byte (the allocator counts bytes, and short-lived tensors jitter it by a few MiB), so
+// those buckets lie on one line; a bucket without one lies above it by the least load
+// in flight, which is as random as the requests are (tens to hundreds of MiB). Over
+// the newest span buckets, the line under the floors (fitted, then refitted to the
+// floors not above it by more than the tolerance, twice) keeps the floors within
+// restTol of it, plus half a bucket of its pace (an idle moment falls anywhere in its
+// bucket); when at least a third of the floors, and minPoints, lie on it across at
+// least half the span, the fit through them is the floors at rest. A server that lost
+// its idle moments for good has floors that scatter with its load, and few of them
+// within a few MiB of any line.
+func (s *scratch) exactFit(xs, fs []float64, span int64, sigma float64) fitResult {
+	rx, ry := s.rx[:0], s.ry[:0]
+	for i := range xs {
+		if xs[i] > -float64(span) {
+			rx, ry = append(rx, xs[i]), append(ry, fs[i])
+		}
+	}
+	s.rx, s.ry = rx, ry
+	n := len(rx)
+	if n < 2*minPoints {
+		return fitResult{}
+	}
+	kx, ky := grow(&s.ex, n), grow(&s.ey, n)
+	copy(kx, rx)
+	copy(ky, ry)
+	var slope, icpt, tol float64
+	for range exactPasses {
+		slope = s.repeatedMedian(kx, ky)
+		res := grow(&s.c, len(kx))
+		for i := range kx {
+			res[i] = ky[i] - slope*kx[i]
+		}
+		icpt = median(res)
+		tol = restTol + math.Max(slope, 0)/2
+		kx, ky = s.ex[:n], s.ey[:n]
+		m := 0
+		for i := range rx {
+			if ry[i]-slope*rx[i]-icpt <= tol {
+				kx[m], ky[m] = rx[i], ry[i]
+				m++
+			}
+		}
+		if m < minPoints {
+			return fitResult{}
+		}
+		kx, ky = kx[:m], ky[:m]
+	}
+	kx, ky = s.ex[:n], s.ey[:n]
+	m := 0
+	for i := range rx {
+		if math.Abs(ry[i]-slope*rx[i]-icpt) <= tol {
+			kx[m], ky[m] = rx[i], ry[i]
+			m++
+		}
+	}
+	kx, ky = kx[:m], ky[:m]
+	if m < minPoints || 3*m < n || kx[m-1]-kx[0] < float64(span)/2 {
+		return fitResult{}
+	}
+	// Exact floors are precise enough to tell a line from a fill that slows: a cache's
+	// tail rises exactly too, ever slower, where a leak keeps its pace (steadyPace).
+	if h := m / 2; h >= minPoints {
+		older, newer := s.repeatedMedian(kx[:h], ky[:h]), s.repeatedMedian(kx[h:], ky[h:])
+		if older > 0 && newer < steadyPace*older {
+			return fitResult{}
+		}
+	}
+	return s.robustFit(kx, ky, sigma)
+}
+
+// exactPasses is how often exactFit refits its line to the floors not above it: the
+// first fit runs through the middle of floors of which up to two thirds lie above the
+// floor at rest; each pass drops those and moves it down onto the rest.
+const exactPasses = 3
 
 // idleExpect is how many returns to the floor a stretch of buckets must have been due,
 // at the series' best share, before having (almost) none says the idle moments are gone:

@@ -80,7 +80,8 @@ type fitResult struct {
 // scratch holds the buffers the robust fits need, reused across calls: an Engine is
 // single-threaded, and a bucket close must not allocate.
 type scratch struct {
-	rx, ry  []float64 // restFit's points
+	rx, ry  []float64 // restFit's and exactFit's points
+	ex, ey  []float64 // exactFit's floors on its line
 	a, b, c []float64
 }
 

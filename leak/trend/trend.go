@@ -371,6 +371,7 @@ type growState struct {
 	roomy bool // the fast rule started it on a rise clear of load, not on urgency
 	steep bool // it started at FastRate or faster (see youngHold)
 	rest  bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
+	exact bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost, or (saw)
 	// for being the next ramp of the series' sawtooth; 0 if none.
@@ -688,6 +689,12 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	youngAt := func(t time.Time) bool { return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow }
 	for c := range numCols {
 		v := &views[c]
+		if v.atRestInferred && now.Sub(settledAt) < cfg.ShortWindow {
+			// Floors at rest inferred from their exactness (see exactFit) are for a
+			// process that showed its idle moments after its warm-up: a rise from the
+			// start (a collector's first ramp) is as exact, and the warm-up's end judges it.
+			v.atRest = fitResult{}
+		}
 		if !pushing && c == colUsed {
 			// NVML's used holds the allocator cache's high-water mark, which creeps up
 			// ever more rarely long after the warm-up: over the long window that is a
@@ -1000,8 +1007,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
 	case v.idleLost && atRest && !filling && !v.slowing:
-		// The rise the lost idle moments hid, on the floors at rest (see restFit).
-		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true}
+		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
+		// the client does not count its requests, exactFit infers them).
+		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	case v.idleLostLong && slowAtRest && !filling:
@@ -1143,6 +1151,8 @@ func growthReason(what string, g growState, now time.Time) string {
 		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f) at the moments the client reported no request in flight, though the server is otherwise never idle", what, g.slope/MiBPerMinute, g.fit)
 	case g.rule == ruleSlow:
 		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f)", what, g.slope/MiBPerMinute, g.fit)
+	case g.exact:
+		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) on the floors that lie on one line to within a few MiB (the moments at rest, however rare), though the server is otherwise never idle", what, g.slope/MiBPerMinute, g.fit)
 	case g.rest:
 		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) at the moments the client reported no request in flight, though the server is otherwise never idle", what, g.slope/MiBPerMinute, g.fit)
 	default:
