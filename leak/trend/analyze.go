@@ -389,7 +389,13 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			if h.restFloor != nil {
 				v.atRest = sc.restFit(h, xs, max(2*ns, nj), sigma)
 			} else {
-				v.atRest, v.atRestInferred = sc.exactFit(xs, env, max(2*ns, nj), sigma), true
+				v.atRest, v.atRestInferred = sc.exactFit(xs, fs, max(2*ns, nj), sigma), true
+				if v.judge.rise < v.sig {
+					// A rise the series gives back is judged on its troughs (the
+					// envelope): a collector's ramp is as exact as a leak, and its
+					// troughs do not rise.
+					v.atRest = fitResult{}
+				}
 			}
 		}
 		if v.idleLostLong && v.longSpan >= nl/2 {
