@@ -1006,9 +1006,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case v.idleLost && atRest && !filling && !v.slowing:
+	case v.idleLost && atRest && !filling && !v.slowing && !(v.atRestInferred && saw):
 		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
-		// the client does not count its requests, exactFit infers them).
+		// the client does not count its requests, exactFit infers them, and a
+		// collector's next ramp is as exact: those wait for its trough).
 		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
