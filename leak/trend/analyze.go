@@ -388,14 +388,14 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if v.idleLost {
 			if h.restFloor != nil {
 				v.atRest = sc.restFit(h, xs, max(2*ns, nj), sigma)
-			} else {
+			} else if h.last-since >= ns && v.judge.rise >= v.sig && !v.sawRamp {
+				// Inferred from the floors' exactness (see exactFit), where a collector's
+				// ramp is as exact as a leak: only where the envelope (the troughs of
+				// what the series gives back) rose too, not on the next ramp of a
+				// sawtooth it showed (it waits for its trough), and from a short window
+				// after the warm-up (a rise from the start, a collector's first ramp,
+				// is the warm-up's end to judge; since is past h.last until then).
 				v.atRest, v.atRestInferred = sc.exactFit(xs, fs, max(2*ns, nj), sigma), true
-				if v.judge.rise < v.sig {
-					// A rise the series gives back is judged on its troughs (the
-					// envelope): a collector's ramp is as exact as a leak, and its
-					// troughs do not rise.
-					v.atRest = fitResult{}
-				}
 			}
 		}
 		if v.idleLostLong && v.longSpan >= nl/2 {
@@ -453,6 +453,20 @@ func (s *scratch) exactFit(xs, fs []float64, span int64, sigma float64) fitResul
 	copy(kx, rx)
 	copy(ky, ry)
 	var slope, icpt, tol float64
+	// keep puts into kx, ky the floors at most tol above the line (and, if both, at
+	// most tol below it).
+	keep := func(both bool) int {
+		kx, ky = s.ex[:n], s.ey[:n]
+		m := 0
+		for i := range rx {
+			if d := ry[i] - slope*rx[i] - icpt; d <= tol && (!both || d >= -tol) {
+				kx[m], ky[m] = rx[i], ry[i]
+				m++
+			}
+		}
+		kx, ky = kx[:m], ky[:m]
+		return m
+	}
 	for range exactPasses {
 		slope = s.repeatedMedian(kx, ky)
 		res := grow(&s.c, len(kx))
@@ -461,28 +475,11 @@ func (s *scratch) exactFit(xs, fs []float64, span int64, sigma float64) fitResul
 		}
 		icpt = median(res)
 		tol = restTol + math.Max(slope, 0)/2
-		kx, ky = s.ex[:n], s.ey[:n]
-		m := 0
-		for i := range rx {
-			if ry[i]-slope*rx[i]-icpt <= tol {
-				kx[m], ky[m] = rx[i], ry[i]
-				m++
-			}
-		}
-		if m < minPoints {
+		if keep(false) < minPoints {
 			return fitResult{}
 		}
-		kx, ky = kx[:m], ky[:m]
 	}
-	kx, ky = s.ex[:n], s.ey[:n]
-	m := 0
-	for i := range rx {
-		if math.Abs(ry[i]-slope*rx[i]-icpt) <= tol {
-			kx[m], ky[m] = rx[i], ry[i]
-			m++
-		}
-	}
-	kx, ky = kx[:m], ky[:m]
+	m := keep(true)
 	if m < minPoints || 3*m < n || kx[m-1]-kx[0] < float64(span)/2 {
 		return fitResult{}
 	}

@@ -689,12 +689,6 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	youngAt := func(t time.Time) bool { return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow }
 	for c := range numCols {
 		v := &views[c]
-		if v.atRestInferred && now.Sub(settledAt) < cfg.ShortWindow {
-			// Floors at rest inferred from their exactness (see exactFit) are for a
-			// process that showed its idle moments after its warm-up: a rise from the
-			// start (a collector's first ramp) is as exact, and the warm-up's end judges it.
-			v.atRest = fitResult{}
-		}
 		if !pushing && c == colUsed {
 			// NVML's used holds the allocator cache's high-water mark, which creeps up
 			// ever more rarely long after the warm-up: over the long window that is a
@@ -1006,10 +1000,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case v.idleLost && atRest && !filling && !v.slowing && !(v.atRestInferred && saw):
+	case v.idleLost && atRest && !filling && !v.slowing:
 		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
-		// the client does not count its requests, exactFit infers them, and a
-		// collector's next ramp is as exact: those wait for its trough).
+		// the client does not count its requests, exactFit infers them).
 		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
 	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
