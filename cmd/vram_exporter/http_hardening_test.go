@@ -135,21 +135,40 @@ func holdRequest(t *testing.T, addr string) net.Conn {
 
 // SIGTERM with a client stuck mid-request: the daemon closes it after the grace period
 // and exits 0 with its socket removed (it exited 1 after 5 s before).
+//
+// Whether the request is mid-request when SIGTERM comes is the scheduler's: a later
+// connection answered says the server accepted the stuck one, not that its handler began
+// (net/http answers a request it first reads during shutdown without waiting for its body,
+// and closes the connection: seen once in a full run of the package under -race, not in
+// 130 runs of this test alone). So an
+// attempt ends either way, each checked: the grace period's log line, or the stuck
+// client answered and its connection closed; until an attempt takes the first way, at
+// most five.
 func TestDaemonStopsCleanlyWithAStuckClient(t *testing.T) {
-	d := startDaemon(t)
-	holdRequest(t, d.addr)
-	// The server accepts in the order connections were made, so once a later one is
-	// answered the stuck one is the server's.
-	if code, _ := d.get("/-/healthy"); code != 200 {
-		t.Fatalf("/-/healthy answered %d", code)
+	const attempts = 5
+	for i := 1; i <= attempts; i++ {
+		d := startDaemon(t)
+		c := holdRequest(t, d.addr)
+		// The server accepts in the order connections were made, so once a later one is
+		// answered the stuck one is the server's.
+		if code, _ := d.get("/-/healthy"); code != 200 {
+			t.Fatalf("/-/healthy answered %d", code)
+		}
+		d.stop()
+		if _, err := os.Stat(d.socket); !os.IsNotExist(err) {
+			t.Errorf("push socket left behind: %v", err)
+		}
+		if countLogs(d.logLines(), func(l map[string]any) bool { return mentions(l, "shutdown grace period") }) == 1 {
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		b, err := io.ReadAll(c)
+		if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 ") {
+			t.Fatalf("attempt %d: no log line says the stuck connection was closed, and the stuck request was not answered (%q, %v): %v", i, b, err, d.logLines())
+		}
+		t.Logf("attempt %d: the stuck request was read only after SIGTERM, answered and closed; again", i)
 	}
-	d.stop()
-	if _, err := os.Stat(d.socket); !os.IsNotExist(err) {
-		t.Errorf("push socket left behind: %v", err)
-	}
-	if countLogs(d.logLines(), func(l map[string]any) bool { return mentions(l, "shutdown grace period") }) != 1 {
-		t.Errorf("no log line says the stuck connection was closed: %v", d.logLines())
-	}
+	t.Errorf("in %d attempts the stuck request was never mid-request at SIGTERM: the test no longer shows the grace period", attempts)
 }
 
 // Idle keep-alive connections are closed after web.idle_timeout instead of being held
