@@ -435,12 +435,12 @@ func Generate(s Spec, w io.Writer) error {
 		return v
 	}
 	p := newProc(0, 0)
-	restarted, dead := false, false
+	restarted, dead, counting := false, false, false
 	lastGC := time.Duration(0)
 	gcNext := 0
 	for el := time.Duration(0); el <= s.Duration; el += s.Cadence {
 		if s.RestartAt > 0 && !restarted && el >= s.RestartAt {
-			restarted = true
+			restarted, counting = true, false
 			p = newProc(el, 1)
 		}
 		life := el - p.born
@@ -501,6 +501,10 @@ func Generate(s Spec, w io.Writer) error {
 				inFlight++ // never idle while saturated: at least one
 			}
 		}
+		// The client counts from its first request() (the protocol leaves
+		// requests_in_flight out until then): the first sample with one in flight, or
+		// the day's traffic beginning, whose first requests create its pools.
+		counting = counting || inFlight > 0 || (s.Traffic != nil && el >= s.Traffic.At)
 		allocated := math.Round(floor + act)
 		unatt := s.UnattrBase*mib + sumSteps(p.unattSteps, life) + math.Round(unLeak) + stairs(ColUnattributed, el)
 		want := math.Ceil(allocated/(2*mib))*2*mib + sumSteps(p.cacheSteps, life) + sumSteps(p.dynSteps, life) + stairs(ColReserved, el)
@@ -531,7 +535,7 @@ func Generate(s Spec, w io.Writer) error {
 			if s.Push {
 				rec.Allocated, rec.HasAllocated = allocated, true
 				rec.Reserved, rec.HasReserved = p.reserved, true
-				rec.InFlight, rec.HasInFlight = uint32(inFlight), s.ReportsLoad
+				rec.InFlight, rec.HasInFlight = uint32(inFlight), s.ReportsLoad && counting
 			}
 			if err := tw.WriteProcess(rec); err != nil {
 				return fmt.Errorf("generating %s: %w", s.Name, err)

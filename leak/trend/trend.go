@@ -419,7 +419,12 @@ type process struct {
 	settled     bool  // the warm-up is over
 	settledAt   int64 // the bucket it ended in: the long-window rules start there
 	settledFlat bool  // it ended because the floors went flat (probation applies)
-	res         Result
+	// counted: the first sample that carried the client's count of requests in flight
+	// (zero until one does). The Python client counts from its first request(), so
+	// counts that begin after the warm-up are traffic that began then, which makes the
+	// process young again (see judge).
+	counted time.Time
+	res     Result
 }
 
 type gpu struct {
@@ -540,6 +545,9 @@ func (e *Engine) TryObserve(s Sample) (Result, bool) {
 		if s.InFlight == 0 {
 			load = loadIdle
 		}
+	}
+	if load != loadUnknown && p.counted.IsZero() {
+		p.counted = s.T
 	}
 	if b, closed := p.h.add(s.T, v[:], !s.Repeat, load); closed {
 		e.judge(p, s.Key.UUID, p.h.bucketEnd(b))
@@ -686,7 +694,19 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	settledAt := p.h.bucketEnd(p.settledAt)
 	// young: growth that starts at t is within probation short windows of a flat warm-up's
 	// end (see probation and youngHold).
-	youngAt := func(t time.Time) bool { return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow }
+	// Or new to traffic: the client's counts began after the warm-up, within probation
+	// short windows of t (the client counts from its first request). A model deployed
+	// and left idle meets its first requests long after its warm-up, and they create
+	// workspaces and pools that stay, at moments the counts find none in flight (short
+	// requests between pushes): a rise at rest, steep for a minute or five, that the
+	// counts would clear as a leak (measured on seeds 1–100 with the counts,
+	// x_first_traffic_late: 8 → 1 false verdicts; docs/leak-detection.md, round 13).
+	newTraffic := func(t time.Time) bool {
+		return !p.counted.IsZero() && !p.counted.Before(settledAt) && t.Sub(p.counted) < probation*cfg.ShortWindow
+	}
+	youngAt := func(t time.Time) bool {
+		return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow || newTraffic(t)
+	}
 	for c := range numCols {
 		v := &views[c]
 		if !pushing && c == colUsed {
@@ -719,6 +739,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// going for a short window before it pages. A line does not wait.
 			if d := cfg.ShortWindow; d > need {
 				need, why = d, "a young process's floors that step up again soon after its warm-up are more likely caches still filling"
+				if newTraffic(g.since) {
+					why = "floors that step up in a process whose traffic is new (the client's counts of its requests began lately) are more likely caches still filling"
+				}
 			}
 		}
 		if v := &views[c]; young && g.steep && (g.rule == ruleShort || g.roomy) && !urgent(v) && !filling(v) {
@@ -728,6 +751,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// over where it can, see track).
 			if d := time.Duration(youngHold * float64(cfg.ShortWindow)); d > need {
 				need, why = d, "a young process's steep rise is more likely a cache filling as traffic first arrives, which slows down"
+				if newTraffic(g.since) {
+					why = "a steep rise in a process whose traffic is new (the client's counts of its requests began lately) is more likely a cache filling as traffic first arrives, which slows down"
+				}
 			}
 		}
 		if g.early {

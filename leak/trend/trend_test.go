@@ -394,8 +394,10 @@ type scenario struct {
 	alloc, reserved, used func(time.Duration) float64
 	gpuTotal, gpuOther    float64
 	every                 time.Duration // the sampling interval: 5 s unless set
-	// inFlight, if set, is the client's count of requests in flight (Sample.InFlight).
-	inFlight func(time.Duration) uint32
+	// inFlight, if set, is the client's count of requests in flight (Sample.InFlight),
+	// from countsFrom on (the client counts from its first request).
+	inFlight   func(time.Duration) uint32
+	countsFrom time.Duration
 }
 
 type change struct {
@@ -439,7 +441,7 @@ func (sc scenario) run(t *testing.T) run {
 		if sc.used != nil {
 			s.Used, s.HasUsed = sc.used(el), true
 		}
-		if sc.inFlight != nil {
+		if sc.inFlight != nil && el >= sc.countsFrom {
 			s.InFlight, s.HasInFlight = sc.inFlight(el), true
 		}
 		if sc.gpuTotal > 0 {
@@ -1546,5 +1548,61 @@ func TestSparseSaturationGone(t *testing.T) {
 		sc := onGPU(tc.alloc, 6*gib, 45*time.Minute)
 		sc.every, sc.inFlight = 10*time.Second, tc.load
 		sc.run(t).pagedSoonOrQuiet(t, tc.name, at, tc.pages)
+	}
+}
+
+// TestFirstTrafficFillAtRest: a model deployed at night, whose client counts its requests
+// (from its first request() on, as the Python client does), idles for an hour past its
+// warm-up. A steep leak at rest from its first request must go on for youngHold before it
+// pages, as in a young process (see judge's newTraffic; it paged after 4 minutes without),
+// saying meanwhile why it waits; where the counts began in the warm-up it pages within
+// two minutes (TestFastLeakRoomyAtRest). The look-alike, the pools its first requests
+// create (four steps of 73–94 MiB over four minutes, at moments the counts find none in
+// flight), stays quiet; the shapes that paged without the hold are in leak/eval's
+// TestFirstTrafficCounted.
+func TestFirstTrafficFillAtRest(t *testing.T) {
+	at := 60*time.Minute + 7*time.Second
+	steps := []struct {
+		after time.Duration
+		size  float64
+	}{{15 * time.Second, 86}, {55 * time.Second, 94}, {165 * time.Second, 73}, {235 * time.Second, 93}}
+	pools := func(el time.Duration) float64 {
+		v := 4096.0 * mib
+		for _, s := range steps {
+			if el >= at+s.after {
+				v += s.size * mib
+			}
+		}
+		return v
+	}
+	// One request in flight in every seventh sample from the first, of 200–450 MiB.
+	load := func(el time.Duration) uint32 {
+		if el >= at && int(el/(5*time.Second))%7 == 3 {
+			return 1
+		}
+		return 0
+	}
+	served := func(base func(time.Duration) float64) func(time.Duration) float64 {
+		return func(el time.Duration) float64 {
+			if load(el) > 0 {
+				return base(el) + float64(200+50*(int(el/(14*time.Second))%6))*mib
+			}
+			return base(el)
+		}
+	}
+	counted := func(alloc func(time.Duration) float64, d time.Duration, load func(time.Duration) uint32) scenario {
+		sc := roomy(alloc, d)
+		sc.every, sc.inFlight, sc.countsFrom = 5*time.Second, load, at
+		return sc
+	}
+	if r := counted(served(pools), at+40*time.Minute, load).run(t); r.alerted(0) >= 0 {
+		t.Errorf("the pools of a model's first traffic paged at %s:%s", r.alerted(0), r)
+	}
+	none := func(time.Duration) uint32 { return 0 }
+	hold := time.Duration(youngHold * float64(DefaultConfig().ShortWindow))
+	r := counted(line(4096*mib, 300*mib, at), at+30*time.Minute, none).run(t)
+	r.pagedWithin(t, at, hold, hold+5*time.Minute, "")
+	if !r.reasonSaid("whose traffic is new") {
+		t.Errorf("while held, no reason said why:%s", r)
 	}
 }
