@@ -8,7 +8,7 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): twelve serving loops (scripts/gpu/serve_loop.py)
+#   phase 3 (optional, TRACE_SECONDS>0): thirteen serving loops (scripts/gpu/serve_loop.py)
 #           push through the real client while the daemon records a trace
 #           (--trace.record): a cache that fills in steps and plateaus, one that fills
 #           smoothly and ever slower to a 1.5 GiB budget, a burst that
@@ -16,8 +16,9 @@
 #           only), a slow leak and a fast leak stopped long before the GPU is full (both
 #           from LEAK_ONSET seconds in), two under a climbing load that count their
 #           requests in flight (one leaking), a fast leak that counts them from
-#           COUNTED_ONSET, and a collector's sawtooth of uneven cycles, alone and over the
-#           fast leak (scripts/gpu/phase3.sh). Triage runs while they do; then the trace is
+#           COUNTED_ONSET, a collector's sawtooth of uneven cycles, alone and over the
+#           fast leak, and a model left idle until its first traffic at LEAK_ONSET
+#           (scripts/gpu/phase3.sh). Triage runs while they do; then the trace is
 #           replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
 #           scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its
 #           onset (a look-alike flagged, or a leak missed, fails the run). Wall time:

@@ -1,4 +1,4 @@
-# gpu-e2e.sh phase 3, sourced by it (not run on its own): twelve serving loops
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): thirteen serving loops
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
 # trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
 # slower to a 1.5 GiB budget, a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
@@ -14,7 +14,10 @@
 # cycles, collected after cycles of 90, 300, 100 and 280 s: the second outlasts the
 # envelope of the first), alone and over the fast leak from LEAK_ONSET, part way up its
 # long cycle, scored on a replay with scripts/gpu/sawtooth-trace.yml (the defaults five
-# times faster: short-trace.yml's long window is shorter than the long cycle). The trace
+# times faster: short-trace.yml's long window is shorter than the long cycle); and
+# first_traffic, a model loaded and left idle until LEAK_ONSET, long past its warm-up,
+# whose first requests (every one through request(), so the client's counts begin with
+# them) load the kernels lazily and create four workspaces that stay: a look-alike. The trace
 # is replayed once more without the counts, as the
 # control (printed, not scored: without them the climb may page). Triage runs while they do; then the
 # trace is replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
@@ -41,7 +44,7 @@ loops=()
 metas=()
 saw_metas=()
 : > "$OUT/trace-pids.txt"
-for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak; do
+for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak first_traffic; do
   # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has. The load loops
   # count their requests with the client's request(): traffic from 90 s that climbs for
   # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back.

@@ -32,6 +32,11 @@ first real-GPU traces were recorded with.
                      second more than three times the first), then the last again
   gc_sawtooth_fast_leak  the same sawtooth, and a --rate-mib leak (400 by default) from
                      --onset until --stop, as fast_leak
+  first_traffic      a model deployed and left idle: loaded, no request until --onset, then
+                     healthy traffic, every request through reporter.request() (so the
+                     client's counts begin with it), whose first requests load the kernels
+                     lazily (CUDA's default) and create four workspaces of 64–96 MiB over
+                     110 s that stay
   leak               keeps every output tensor in a global list from the first request
   no_inference_mode  no inference_mode/no_grad, and a running metric accumulated as a
                      tensor, so every request's autograd graph (activations) stays alive
@@ -60,7 +65,7 @@ import torch  # noqa: E402
 import vram_exporter_client as vc  # noqa: E402
 
 MODES = ["healthy", "staircase", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "load_climb", "load_climb_leak",
-         "gc_sawtooth", "gc_sawtooth_fast_leak", "leak", "no_inference_mode"]
+         "gc_sawtooth", "gc_sawtooth_fast_leak", "first_traffic", "leak", "no_inference_mode"]
 MIB = 2**20
 
 ap = argparse.ArgumentParser()
@@ -122,6 +127,8 @@ elif mode == "staircase":
     onset, stop = start + 30, start + 130
 elif mode == "cache_fill":
     onset = start + 60
+elif mode == "first_traffic":
+    onset, stop = start + args.onset, start + args.onset + 110  # the first request; the last workspace
 elif mode == "load_climb":
     onset, stop = start + args.load_at, start + args.load_at + 2 * args.load_rise + args.load_hold
 elif mode in ("leak", "no_inference_mode"):
@@ -167,7 +174,7 @@ class Request(object):
     reporter.request() while it holds them when --report-load is given."""
 
     def __init__(self):
-        self.ctx = reporter.request() if (reporter is not None and args.report_load) else None
+        self.ctx = reporter.request() if (reporter is not None and report_load) else None
         if self.ctx is not None:
             self.ctx.__enter__()
         self.t = torch.empty(int(rng.uniform(6, 32) * MIB), dtype=torch.uint8, device=dev).fill_(1)
@@ -184,6 +191,9 @@ def cyclic_garbage(nbytes):
     box.append(box)
 
 
+# first_traffic's workspaces: seconds after the first request, MiB.
+WORKSPACES = [(0, 96), (30, 64), (75, 80), (110, 64)]
+report_load = args.report_load or mode == "first_traffic"
 flight = []     # load_climb's requests in flight
 garbage_bytes = 0.0
 next_gc, gc_i = start + gc_cycles[0], 0
@@ -199,7 +209,14 @@ while True:
     el = now - start
     if el >= args.seconds:
         break
+    if mode == "first_traffic" and now < onset:
+        time.sleep(0.2)  # loaded and idle: the reporter pushes, no request runs
+        last = now
+        continue
     # What this mode holds besides the request itself.
+    if mode == "first_traffic":
+        while len(cache) < len(WORKSPACES) and now - onset >= WORKSPACES[len(cache)][0]:
+            cache.append(torch.empty(WORKSPACES[len(cache)][1] * MIB, dtype=torch.uint8, device=dev).fill_(1))
     if mode == "staircase" and 30 <= el < 131 and len(cache) < 1 + int((el - 30) // 20):
         cache.append(torch.empty(64 * MIB, dtype=torch.uint8, device=dev).fill_(1))
     if mode == "cache_fill" and el >= 60:
@@ -239,7 +256,7 @@ while True:
     if mode == "no_inference_mode":
         batch, seq = 1, 8  # each kept graph holds ~0.3 MiB of activations: ~100 MiB/min
     x = torch.randn(batch, seq, hidden, device=dev, dtype=torch.bfloat16)
-    ctx = reporter.request() if (reporter is not None and args.report_load) else None
+    ctx = reporter.request() if (reporter is not None and report_load) else None
     if ctx is not None:
         ctx.__enter__()
     if mode == "no_inference_mode":
