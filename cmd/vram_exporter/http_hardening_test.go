@@ -138,12 +138,11 @@ func holdRequest(t *testing.T, addr string) net.Conn {
 //
 // Whether the request is mid-request when SIGTERM comes is the scheduler's: a later
 // connection answered says the server accepted the stuck one, not that its handler began
-// (net/http answers a request it first reads during shutdown without waiting for its body,
-// and closes the connection: seen once in a full run of the package under -race, not in
-// 130 runs of this test alone). So an
-// attempt ends either way, each checked: the grace period's log line, or the stuck
-// client answered and its connection closed; until an attempt takes the first way, at
-// most five.
+// (net/http answers a request it first reads during shutdown without waiting for its
+// body, and closes the connection: seen once in a full run of the package under -race,
+// not in 130 runs of this test alone). So an attempt ends either way, each checked: the
+// grace period's log line, or the stuck client answered and its connection closed; until
+// an attempt takes the first way, at most five.
 func TestDaemonStopsCleanlyWithAStuckClient(t *testing.T) {
 	const attempts = 5
 	for i := 1; i <= attempts; i++ {
