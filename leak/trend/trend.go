@@ -635,6 +635,15 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	since := int64(math.MaxInt64)
 	if p.settled {
 		since = p.settledAt
+		// The long-window rules start where the warm-up ended, or where the client's
+		// counts began if that was later (see newTraffic): the idle hours before a
+		// model's first traffic are not how it serves, and the pools its first requests
+		// create fit a line across a long window of them (on the H200 at the scaled
+		// settings of short-trace.yml the slow rule paged them 2m17s after the first
+		// request, "94.9 MiB/min across the long window").
+		if !p.counted.IsZero() {
+			since = max(since, p.h.bucketOf(p.counted))
+		}
 	}
 	_, pushing := p.h.latest(colAllocated)
 	needSmooth := !p.settled && now.Sub(p.first) >= cfg.smoothFrom()
@@ -715,7 +724,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// slow staircase, like a slow leak. The slow rule is for allocator stats.
 			v.envLong.ok = false
 		}
-		e.track(&p.grow[c], v, now, urgent(v), filling(v), youngAt(now))
+		e.track(&p.grow[c], v, now, urgent(v), filling(v), youngAt(now), newTraffic(now))
 		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
 			// Growth seen on the newest half of the window: until the whole window's line
 			// catches up (most of it is before the onset, and it may still be flat), the
@@ -898,7 +907,7 @@ func (e *Engine) qualifies(f fitResult) bool {
 // stretch of the long window for the slow rule, the rise's own buckets for the fast
 // rule), unless filling: at the judged pace the GPU runs out within urgentWindows short
 // windows, where a late page costs the out-of-memory error.
-func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, young bool) {
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, young, fresh bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
 	if !v.present {
@@ -1030,9 +1039,13 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
 		// the client does not count its requests, exactFit infers them).
 		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling):
+	case slowOK(cfg.SlowRate, cfg.MinFit) && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
+		// Not while the traffic is new (fresh, see judge's newTraffic): that is the short
+		// rule's to judge, on probation. The slow rule is for growth that can wait, and
+		// at settings whose long window is under four short windows (short-trace.yml's
+		// is two) half of one after the first request comes before probation ends.
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
-	case v.idleLostLong && slowAtRest && !filling:
+	case v.idleLostLong && slowAtRest && !filling && !fresh:
 		// The slow rule on the floors at rest, where some stretch of the long window had
 		// none: its envelope is the load's climb, they are not.
 		*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}
@@ -1069,7 +1082,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false, false)
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false, false, false)
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true
