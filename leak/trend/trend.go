@@ -708,8 +708,10 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	// and left idle meets its first requests long after its warm-up, and they create
 	// workspaces and pools that stay, at moments the counts find none in flight (short
 	// requests between pushes): a rise at rest, steep for a minute or five, that the
-	// counts would clear as a leak (measured on seeds 1–100 with the counts,
-	// x_first_traffic_late: 8 → 1 false verdicts; docs/leak-detection.md, round 13).
+	// counts would clear as a leak or the short rule take for one (measured on seeds
+	// 1–100 with the counts, x_first_traffic_late: 2 → 0 false verdicts once the suite's
+	// counts began with the first request, as the client's do; docs/leak-detection.md,
+	// round 13).
 	newTraffic := func(t time.Time) bool {
 		return !p.counted.IsZero() && !p.counted.Before(settledAt) && t.Sub(p.counted) < probation*cfg.ShortWindow
 	}
