@@ -718,6 +718,13 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	youngAt := func(t time.Time) bool {
 		return p.settledFlat && t.Sub(settledAt) < probation*cfg.ShortWindow || newTraffic(t)
 	}
+	// young names a young process in the reasons, as on-call reads them.
+	young := func(t time.Time) string {
+		if newTraffic(t) {
+			return "a process whose traffic is new (the client's counts of its requests began lately)"
+		}
+		return "a young process (its warm-up just over)"
+	}
 	for c := range numCols {
 		v := &views[c]
 		if !pushing && c == colUsed {
@@ -742,29 +749,23 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			return -1, ""
 		}
 		need, why := cfg.MinDuration, "the configured min_duration"
-		young := youngAt(g.since)
-		if young && g.rule == ruleShort && !g.line {
+		isYoung := youngAt(g.since)
+		if isYoung && g.rule == ruleShort && !g.line {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter
 			// loaded on demand after a pause) than leaking; such a staircase must keep
 			// going for a short window before it pages. A line does not wait.
 			if d := cfg.ShortWindow; d > need {
-				need, why = d, "a young process's floors that step up again soon after its warm-up are more likely caches still filling"
-				if newTraffic(g.since) {
-					why = "floors that step up in a process whose traffic is new (the client's counts of its requests began lately) are more likely caches still filling"
-				}
+				need, why = d, "floors that step up again in "+young(g.since)+" are more likely caches still filling"
 			}
 		}
-		if v := &views[c]; young && g.steep && (g.rule == ruleShort || g.roomy) && !urgent(v) && !filling(v) {
+		if v := &views[c]; isYoung && g.steep && (g.rule == ruleShort || g.roomy) && !urgent(v) && !filling(v) {
 			// A young process's steep rise on a GPU with room (see youngHold). Urgency
 			// does not wait: at the pace of its newest buckets or of the judged window
 			// the GPU runs out within two short windows (and the urgent fast rule takes
 			// over where it can, see track).
 			if d := time.Duration(youngHold * float64(cfg.ShortWindow)); d > need {
-				need, why = d, "a young process's steep rise is more likely a cache filling as traffic first arrives, which slows down"
-				if newTraffic(g.since) {
-					why = "a steep rise in a process whose traffic is new (the client's counts of its requests began lately) is more likely a cache filling as traffic first arrives, which slows down"
-				}
+				need, why = d, "a steep rise in "+young(g.since)+" is more likely a cache filling as traffic first arrives, which slows down"
 			}
 		}
 		if g.early {
@@ -918,10 +919,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	}
 	relaxedOn := func(f fitResult) bool { return f.ok && f.slope/b >= cfg.MinRate/2 && f.r2 >= cfg.MinFit-0.2 }
 	relaxed := relaxedOn(v.judge)
-	// The slow rule needs half the long window since the warm-up: it is for growth the
-	// short window cannot resolve, which can wait, and the late steps of a cache that
-	// resumed filling after its warm-up fit a line over half an hour too (measured: a
-	// TensorRT-style staircase paged after 30 minutes).
+	// The slow rule needs half the long window since the warm-up (or since the client's
+	// counts began, see judge): it is for growth the short window cannot resolve, which
+	// can wait, and the late steps of a cache that resumed filling after its warm-up fit a
+	// line over half an hour too (measured: a TensorRT-style staircase paged after 30
+	// minutes).
 	longOK := v.longSpan >= int64(cfg.LongWindow/cfg.Bucket/2)
 	// The slow rule: the long window since the warm-up rises at rate with R² fit, by more
 	// than sig (slowLine: the envelope's, or the floors at rest's where the idle moments
@@ -1045,7 +1047,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// Not while the traffic is new (fresh, see judge's newTraffic): that is the short
 		// rule's to judge, on probation. The slow rule is for growth that can wait, and
 		// at settings whose long window is under four short windows (short-trace.yml's
-		// is two) half of one after the first request comes before probation ends.
+		// is two) half of one after the first request comes before probation ends. Only
+		// for new traffic: the same bound after the warm-up's end missed the H200 leak
+		// under a load climb that the slow rule flags 3m36s after its onset.
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
 	case v.idleLostLong && slowAtRest && !filling && !fresh:
 		// The slow rule on the floors at rest, where some stretch of the long window had
