@@ -1,6 +1,7 @@
 package trend
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -143,5 +144,52 @@ func TestReportedRest(t *testing.T) {
 	}
 	if !h.everRest {
 		t.Error("a sample at rest was seen, everRest is false")
+	}
+}
+
+// TestIdleExact: the exact count (what the test of lost idle moments reads) takes a
+// pace's allowance only where the bucket's two rises agree. A server that is never idle,
+// sampled every 10 s, lifts its floor by random amounts; the loose count, with the best
+// of three paces and an eighth of the pace's rise as allowance, puts its few samples
+// together by chance several times as often as the exact one. A steep leak at rest every
+// other sample keeps its exact count from the second bucket after its onset on, as its
+// rises agree.
+func TestIdleExact(t *testing.T) {
+	cfg := DefaultConfig()
+	const every = 10 * time.Second
+	rng := rand.New(rand.NewPCG(5, 6))
+	h := newHistory(cfg, 1, 0)
+	for el := time.Duration(0); el <= 2*time.Hour; el += every {
+		v := 4096.0 * mib
+		for l, p := math.Exp(-8), rng.Float64(); p > l; p *= rng.Float64() {
+			v += 160 * mib * (0.2 + 0.8*rng.Float64())
+		}
+		h.add(t0.Add(el), []float64{v}, true, loadUnknown)
+	}
+	loose, exact, seen := 0, 0, 0
+	for el := time.Minute; el < 2*time.Hour-time.Minute; el += cfg.Bucket {
+		b := h.bucketOf(t0.Add(el))
+		r, o, _ := h.idleOf(b)
+		x, _, _ := h.exactOf(b)
+		loose, exact, seen = loose+r, exact+x, seen+o
+	}
+	t.Logf("never idle, every 10 s: %d loose and %d exact returns of %d samples", loose, exact, seen)
+	if 40*exact > seen || 2*exact > loose {
+		t.Errorf("never idle, every 10 s: %d exact returns of %d samples (loose %d), want under 2.5 %% and under half the loose count", exact, seen, loose)
+	}
+
+	onset := 10 * time.Minute
+	h = newHistory(cfg, 1, 0)
+	for i, el := 0, time.Duration(0); el <= onset+5*time.Minute; i, el = i+1, el+2*time.Second {
+		v := line(4096*mib, 500*mib, onset)(el)
+		if i%2 == 1 {
+			v += 300 * mib // a request in flight
+		}
+		h.add(t0.Add(el), []float64{v}, true, loadUnknown)
+	}
+	for el := onset + time.Minute; el < onset+4*time.Minute; el += cfg.Bucket {
+		if x, o, _ := h.exactOf(h.bucketOf(t0.Add(el))); x < o/2-1 {
+			t.Errorf("500 MiB/min leak, bucket at %s: %d of %d samples back at the floor by the exact count, want about half", el-onset, x, o)
+		}
 	}
 }
