@@ -215,10 +215,10 @@ const idleCap = 32
 // finds the most: a leak's floor moves its idle moments along with it, and the newest
 // rise lags a bucket behind a steep leak's onset, this bucket's own floor does not.
 //
-// exact is the same count without the eighth of the pace's rise unless the two rises
-// agree (within a factor of two): the allowance is for a steep leak's pace, known to a
-// few per cent, and a leak's floor rises at one pace bucket after bucket. A server that
-// is never idle lifts its floor by random amounts (the least load in flight, drawn anew),
+// exact is the same count without the eighth of the pace's rise unless the floor rose
+// in both buckets: the allowance is for a steep leak's pace, known to a few per cent,
+// and a leak's floor rises bucket after bucket. A server that is never idle lifts its
+// floor by random amounts, as often down as up (the least load in flight, drawn anew),
 // and the best of three paces with tens of MiB of allowance puts two of a bucket's few
 // samples together by chance: on a load_diurnal trace's saturated hours (seed 50,
 // sampled every 10 s) 1–5 of the 40 samples after the first in 10 minutes, against 0–1
@@ -234,7 +234,7 @@ func (h *history) idleRest() (loose, exact int) {
 			paces[1] = max(f1-f0, 0) / bs
 		}
 	}
-	agree := paces[1] > 0 && paces[2] > 0 && 2*min(paces[1], paces[2]) >= max(paces[1], paces[2])
+	agree := paces[1] > 0 && paces[2] > 0
 	for _, p := range paces {
 		dmin := math.Inf(1)
 		for i, v := range h.idleV {

@@ -148,12 +148,12 @@ func TestReportedRest(t *testing.T) {
 }
 
 // TestIdleExact: the exact count (what the test of lost idle moments reads) takes a
-// pace's allowance only where the bucket's two rises agree. A server that is never idle,
-// sampled every 10 s, lifts its floor by random amounts; the loose count, with the best
-// of three paces and an eighth of the pace's rise as allowance, puts its few samples
-// together by chance several times as often as the exact one. A steep leak at rest every
-// other sample keeps its exact count from the second bucket after its onset on, as its
-// rises agree.
+// pace's allowance only where the floor rose in both of the bucket's rises. A server
+// that is never idle, sampled every 10 s, lifts its floor by random amounts, as often
+// down as up; the loose count, with the best of three paces and an eighth of the pace's
+// rise as allowance, puts its few samples together by chance more than twice as often
+// as the exact one. A steep leak at rest every other sample keeps its exact count from
+// the second bucket after its onset on, as its floor rises in every bucket.
 func TestIdleExact(t *testing.T) {
 	cfg := DefaultConfig()
 	const every = 10 * time.Second
