@@ -940,12 +940,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// by hundreds of MiB, so that its slope is as often up as down; a slow leak's quarter
 	// rises by its pace (0.3 MiB/min: 9 MiB in 30 minutes, over the 5 MiB a quiet floor's
 	// sig is). Measured on 100 seeds without the client's counts, after the exact count
-	// of idle moments (see idle): load_diurnal 13 → 5 false verdicts (3 fired, 12 before
+	// of idle moments (see idle): load_diurnal 14 → 7 false verdicts (4 fired, 12 before
 	// both); the twin under load_diurnal's traffic 9 more never flagged in its three
-	// hours and busy_leak 2 more, each flagged by this rule 1h29m–1h53m after its onset
-	// before (x_sparse_cadence_leak's slowest seed too: 84 → 141 min). With the counts
-	// nothing changes. Once started,
-	// the quarter's slope keeps it as before, so a slow leak's verdict does not flap.
+	// hours and busy_leak 2 more, each flagged by this rule 1h29m–1h54m after its onset
+	// before (x_sparse_cadence_leak's slowest seed too: 84 → 141 min). Once started, the
+	// quarter's slope keeps it as before, so a slow leak's verdict does not flap.
 	slowStart := v.recent.rise >= v.sig
 	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && !v.idleGone && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
