@@ -518,9 +518,9 @@ const idleGone = 8
 // to the floor in the best stretch of the long window did (with at least idleExpect
 // due). The stretches are half a short window, or one or two whole ones where half is
 // due too few (few samples to a bucket, or a server busy most of the time even when
-// quiet): a server sampled every 10 s whose quiet hours came back to the floor 30 % of
-// the time is due 12 only over 20 minutes, and until it was due as many nothing said its
-// idle moments went. Returns are counted exactly (see history.idleRest), as load in
+// quiet): a server sampled every 10 s (two samples after each bucket's first) whose
+// quiet hours came back to the floor 28 % of the time is due 11.2 returns over a short
+// window and 22 over two, and until it was due 12 nothing said its idle moments went. Returns are counted exactly (see history.idleRest), as load in
 // flight comes back to a floor by chance only. Measured on 100 seeds without the client's
 // counts, the two together: load_diurnal 18 → 14 false verdicts (17 with either alone);
 // its twin, a leak under that traffic, 22 → 25 never flagged in its three hours (flagged
