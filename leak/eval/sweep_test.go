@@ -236,8 +236,8 @@ func TestYoungLeakNearFullNotHeld(t *testing.T) {
 // in flight page less (measured on seeds 1–100: load_diurnal 7 → 0, 18 before round 14,
 // long_generation 6 → 0, saturated_burst_near_full 12 → 6; held to that with
 // VRAM_SWEEP=100), seeds that page without the signal stay quiet with it (load_diurnal
-// seeds 18 and 38 page with it too unless the client's word that nothing was at rest
-// counts on its own; until round 14 the seeds were 12, 13 and 28, quiet without the
+// seed 38 pages with it too unless the client's word that nothing was at rest counts on
+// its own; until round 14 the seeds were 12, 13 and 28, quiet without the
 // counts since), and a leak under a day's
 // traffic that the lost idle moments would hold is found on the floors at rest, over two
 // short windows (load_diurnal_leak seed 26) or the long window (seed 3): missed without
