@@ -377,7 +377,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	idleAt := func(i int) (int, int, bool) { return h.idleOf(h.last + int64(xs[i])) }
+	idleAt := func(i int) (int, int, bool) { return h.idleOf(h.last+int64(xs[i]), false) }
 	// told: the client said which of bucket i's samples were at rest (the idle counts
 	// are its own, not inferred), on the column those counts are for.
 	told := func(i int) bool { return c == h.idleCol && h.reportedAt(h.last+int64(xs[i])) }
@@ -557,7 +557,7 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 		var r, o int
 		all := true
 		for b := end - m + 1; b <= end; b++ {
-			if ri, oi, ok := h.exactOf(b); ok {
+			if ri, oi, ok := h.idleOf(b, true); ok {
 				r, o = r+ri, o+oi
 				all = all && h.reportedAt(b)
 			}

@@ -255,23 +255,18 @@ func (h *history) idleRest() (loose, exact int) {
 	return loose, exact
 }
 
-// idleOf is how many samples of bucket b after its first came back to its floor, and how
-// many there were, if the ring holds it (idleCol only); exactOf the same by the exact
-// count (see idleRest).
-func (h *history) idleOf(b int64) (rest, seen int, ok bool) {
+// idleOf is how many samples of bucket b after its first came back to its floor, by the
+// loose count or the exact one (see idleRest), and how many there were, if the ring
+// holds it (idleCol only).
+func (h *history) idleOf(b int64, exact bool) (rest, seen int, ok bool) {
 	s, held := h.slot(b)
 	if h.idleCol < 0 || !held || h.seen[s] == 0 {
 		return 0, 0, false
+	}
+	if exact {
+		return int(h.exact[s]), int(h.seen[s]), true
 	}
 	return int(h.rest[s]), int(h.seen[s]), true
-}
-
-func (h *history) exactOf(b int64) (rest, seen int, ok bool) {
-	s, held := h.slot(b)
-	if h.idleCol < 0 || !held || h.seen[s] == 0 {
-		return 0, 0, false
-	}
-	return int(h.exact[s]), int(h.seen[s]), true
 }
 
 // restAt returns idleCol's floor over the samples of bucket b the client said were at

@@ -23,7 +23,7 @@ func TestIdleRest(t *testing.T) {
 		return h
 	}
 	bucket := func(h *history, el time.Duration) (int, int) {
-		r, o, ok := h.idleOf(h.bucketOf(t0.Add(el)))
+		r, o, ok := h.idleOf(h.bucketOf(t0.Add(el)), false)
 		if !ok {
 			t.Fatalf("no idle count for the bucket at %s", el)
 		}
@@ -84,7 +84,7 @@ func TestIdleRestSkipsRepeats(t *testing.T) {
 		}
 		total := 0
 		for el := time.Minute; el < 14*time.Minute; el += 30 * time.Second {
-			r, _, _ := h.idleOf(h.bucketOf(t0.Add(el)))
+			r, _, _ := h.idleOf(h.bucketOf(t0.Add(el)), false)
 			total += r
 		}
 		return total
@@ -130,13 +130,13 @@ func TestReportedRest(t *testing.T) {
 	if f, _ := h.get(1, b0); f != 4*mib {
 		t.Errorf("bucket 0, other column: floor %.0f MiB, want every sample's least, 4", f/mib)
 	}
-	if r, o, _ := h.idleOf(b0); r != 2 || o != 4 || !h.reportedAt(b0) {
+	if r, o, _ := h.idleOf(b0, false); r != 2 || o != 4 || !h.reportedAt(b0) {
 		t.Errorf("bucket 0: %d of %d samples at rest (reported %v), want 2 of 4, reported", r, o, h.reportedAt(b0))
 	}
 	if f, ok := h.restAt(b0 + 1); ok {
 		t.Errorf("bucket 1: a floor at rest (%.0f MiB) without a sample at rest", f/mib)
 	}
-	if r, o, _ := h.idleOf(b0 + 1); r != 0 || o != 3 {
+	if r, o, _ := h.idleOf(b0+1, false); r != 0 || o != 3 {
 		t.Errorf("bucket 1: %d of %d samples at rest, want 0 of 3", r, o)
 	}
 	if f, ok := h.restAt(b0 - 1); ok || h.reportedAt(b0-1) {
@@ -169,8 +169,8 @@ func TestIdleExact(t *testing.T) {
 	loose, exact, seen := 0, 0, 0
 	for el := time.Minute; el < 2*time.Hour-time.Minute; el += cfg.Bucket {
 		b := h.bucketOf(t0.Add(el))
-		r, o, _ := h.idleOf(b)
-		x, _, _ := h.exactOf(b)
+		r, o, _ := h.idleOf(b, false)
+		x, _, _ := h.idleOf(b, true)
 		loose, exact, seen = loose+r, exact+x, seen+o
 	}
 	t.Logf("never idle, every 10 s: %d loose and %d exact returns of %d samples", loose, exact, seen)
@@ -188,7 +188,7 @@ func TestIdleExact(t *testing.T) {
 		h.add(t0.Add(el), []float64{v}, true, loadUnknown)
 	}
 	for el := onset + time.Minute; el < onset+4*time.Minute; el += cfg.Bucket {
-		if x, o, _ := h.exactOf(h.bucketOf(t0.Add(el))); x < o/2-1 {
+		if x, o, _ := h.idleOf(h.bucketOf(t0.Add(el)), true); x < o/2-1 {
 			t.Errorf("500 MiB/min leak, bucket at %s: %d of %d samples back at the floor by the exact count, want about half", el-onset, x, o)
 		}
 	}
