@@ -95,6 +95,11 @@ type Spec struct {
 	// alive by reference cycles until Python's gen-2 collection, at each time in GCAt.
 	GCRate float64
 	GCAt   []time.Duration
+	// GCPace, where it has an entry for a cycle, is that cycle's garbage pace (MiB/min)
+	// instead of GCRate: the ramp before GCAt[i] gathers at GCPace[i]. A collector
+	// triggered by an amount of garbage gathers it at the pace of the traffic, so its
+	// ramps differ in slope where its cycles differ in length.
+	GCPace []float64
 	// Saturations are load bursts during which the server is never idle.
 	Saturations []Saturation
 	// ActTail > 0 draws request activations from a Pareto tail of that shape (ActPeak is
@@ -471,7 +476,11 @@ func Generate(s Spec, w io.Writer) error {
 				gcNext++
 			}
 			// Garbage comes with requests: a ramp with a little noise of its own.
-			floor += s.GCRate * mib * (el - lastGC).Minutes() * (0.97 + 0.06*rng2.Float64())
+			pace := s.GCRate
+			if gcNext < len(s.GCPace) {
+				pace = s.GCPace[gcNext]
+			}
+			floor += pace * mib * (el - lastGC).Minutes() * (0.97 + 0.06*rng2.Float64())
 		}
 		act, inFlight := 0.0, 0
 		if rng.Float64() < s.Busy {

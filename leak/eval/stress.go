@@ -49,6 +49,20 @@ func Stress() []Class {
 		func(r *rand.Rand, s *Spec) { s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 3, 6, s.Duration) })
 	add("gc_sawtooth_long", "garbage of 5–60 MiB/min freed every 14–25 min: the first ramp outlasts the warm-up and the rule for a leak from the start", false,
 		func(r *rand.Rand, s *Spec) { s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 14, 25, s.Duration) })
+	// Python's gen-2 collection comes once enough garbage has piled up, not on a clock:
+	// the garbage per cycle is about the same, gathered at the traffic's pace, so a short
+	// cycle ramps steeply and a long one gently (the built sawtooth keeps one pace).
+	threshold := func(r *rand.Rand, s *Spec) {
+		s.GCAt = gcTimes(r, 6, 14, s.Duration)
+		amount, last := uniform(r, 60, 600), time.Duration(0)
+		for _, at := range s.GCAt {
+			s.GCPace = append(s.GCPace, amount*uniform(r, 0.8, 1.2)/(at-last).Minutes())
+			last = at
+		}
+		s.GCRate = amount / 10 // the ramp after the last collection
+	}
+	add("gc_sawtooth_threshold", "a collector that frees 60–600 MiB (±20 % a cycle) of garbage every 6–14 min: a cycle's pace is its garbage over its length, so the ramps differ in slope", false, threshold)
+	add("gc_sawtooth_threshold_leak", "the same over a leak of 2–30 MiB/min from minute 30–60", true, withLeak(threshold, 2, 30, 30, 60))
 	add("gc_sawtooth_wide_leak", "the same wide sawtooth over a leak of 2–30 MiB/min from minute 30–60", true,
 		withLeak(gc, 2, 30, 30, 60))
 	add("gc_sawtooth_fast_leak", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) over a leak of 100–1000 MiB/min from minute 30–60 on a roomy GPU", true,
@@ -95,6 +109,17 @@ func Stress() []Class {
 	add("step_leak_sparse", "a leak of 32–512 MiB every 3–12 min from minute 30–60 (a cache keyed by something unbounded)", true,
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.StepSize, s.StepEvery, s.Onset = StepLeak, uniform(r, 32, 512), minutes(uniform(r, 3, 12)), minutes(uniform(r, 30, 60))
+		})
+	// A leak that only some requests cause (an input type whose outputs are kept, a
+	// tensor cached per rare key): steps at the times such requests come, Poisson, of
+	// exponential sizes, not the built step leak's clock.
+	add("leak_poisson_steps", "a leak in steps of 2–50 MiB (mean, exponential sizes) at Poisson times, 0.2–2 a minute, from minute 30–60", true,
+		func(r *rand.Rand, s *Spec) {
+			lambda, mean := uniform(r, 0.2, 2), uniform(r, 2, 50)
+			s.Leak, s.Onset, s.Rate = StairLeak, minutes(uniform(r, 30, 60)), lambda*mean
+			for t := s.Onset + minutes(r.ExpFloat64()/lambda); t < s.Duration; t += minutes(r.ExpFloat64() / lambda) {
+				s.Steps = append(s.Steps, Step{At: t, Size: mean * r.ExpFloat64(), Col: ColAllocated})
+			}
 		})
 	// A process deployed at night: it loads its model, idles, and meets its first
 	// traffic 20–150 min later. CUDA's lazy module loading (the default since 11.7) loads

@@ -1695,3 +1695,31 @@ func TestFirstTrafficLongWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheGrowthNotWhileAllocatedRises: reserved that rises at the pace of the
+// allocations is not the cache growing. Allocations that climb 200 MiB every 5 minutes
+// (two steps a short window: not yet a line) under a pool that reserves ahead of them
+// smoothly at the same 40 MiB/min: the verdict must not say "while allocated is flat"
+// beside an allocated floor rising 40 MiB a minute, but that both rise.
+func TestCacheGrowthNotWhileAllocatedRises(t *testing.T) {
+	from := 20 * time.Minute
+	steps := func(el time.Duration) float64 {
+		if el < from {
+			return 2048 * mib
+		}
+		return 2048*mib + 200*mib*math.Floor((el-from).Minutes()/5+1)
+	}
+	reserved := func(el time.Duration) float64 {
+		return 2560*mib + 40*mib*max(el-from, 0).Minutes()
+	}
+	r := scenario{d: 50 * time.Minute, alloc: sawtooth(steps, 300*mib), reserved: reserved,
+		used: func(el time.Duration) float64 { return reserved(el) + 600*mib }}.run(t)
+	for _, c := range r.changes {
+		if c.verdict == CacheGrowth {
+			t.Errorf("cache_growth at %s while allocated rises with reserved: %q%s", c.at, c.reason, r)
+		}
+	}
+	if !r.reasonSaid("and reserved with it") {
+		t.Errorf("no verdict said allocated and reserved rise together:%s", r)
+	}
+}
