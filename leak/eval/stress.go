@@ -62,7 +62,9 @@ func Stress() []Class {
 		s.GCRate = amount / 10 // the ramp after the last collection
 	}
 	add("gc_sawtooth_used_only", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) in a process that pushes nothing: NVML sees the cache keep each cycle's peak", false,
-		func(r *rand.Rand, s *Spec) { s.GCRate, s.GCAt, s.Push = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration), false })
+		func(r *rand.Rand, s *Spec) {
+			s.GCRate, s.GCAt, s.Push = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration), false
+		})
 	add("gc_sawtooth_threshold", "a collector that frees 60–600 MiB (±20 % a cycle) of garbage every 6–14 min: a cycle's pace is its garbage over its length, so the ramps differ in slope", false, threshold)
 	add("gc_sawtooth_threshold_leak", "the same over a leak of 2–30 MiB/min from minute 30–60", true, withLeak(threshold, 2, 30, 30, 60))
 	add("gc_sawtooth_wide_leak", "the same wide sawtooth over a leak of 2–30 MiB/min from minute 30–60", true,
