@@ -783,6 +783,19 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		return left == 0
 	}
 	allocFlat := !p.grow[colAllocated].growing()
+	// allocFlat means only that no rule tracks the allocated floor as growing. Its
+	// judged window may still rise at MinRate or more (a staircase not yet a line, a
+	// rise held as slowing): then the reasons must not call it flat beside the slope
+	// on-call sees, and reserved rising with it is the allocations, not the cache (a
+	// leak in steps at random times read "reserved rising 64 MiB/min … while allocated
+	// is flat" beside 62 MiB/min allocated, x_leak_poisson_steps seed 1).
+	aj := &views[colAllocated].judge
+	allocPace := aj.slope / cfg.Bucket.Seconds() // bytes per second
+	allocRises := aj.ok && allocPace >= cfg.MinRate
+	whileFlat := " while allocated is flat"
+	if allocRises {
+		whileFlat = fmt.Sprintf(" while allocated rises %.3g MiB/min (fit %.2f), not judged a leak", allocPace/MiBPerMinute, aj.r2)
+	}
 
 	var v Verdict
 	var reason string
@@ -810,7 +823,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	case !pushing && sustained(colUsed):
 		v, reason = Leak, growthReason("used floor", p.grow[colUsed], now)+"; the process pushes no allocator stats, so this is NVML's view"
 	case allocFlat && sustained(colUnattributed):
-		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+" while allocated is flat"
+		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+whileFlat
 	case pending(&v, &reason):
 	case pushing && p.grow[colAllocated].held > 0 && p.grow[colAllocated].saw:
 		// Held as the next ramp of a sawtooth (see track): the same, with its own why.
@@ -822,16 +835,11 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		// read as growing while allocated is flat.
 		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min, but no sample comes back to it as they did while the process had idle moments: "+
 			"the least load in flight of a server that is never idle, not judged a leak", p.grow[colAllocated].held/MiBPerMinute)
-	case allocFlat && sustained(colReserved) && e.allocRises(&views[colAllocated], p.grow[colReserved].slope):
-		// Reserved rises at the pace of the allocations themselves: that is not the cache
-		// growing, and "while allocated is flat" would contradict the allocated slope
-		// on-call sees beside it (a leak in steps at random times climbed 62 MiB/min
-		// that way, between two verdicts, x_leak_poisson_steps seed 1).
-		a := &views[colAllocated].judge
+	case allocFlat && sustained(colReserved) && allocRises && allocPace >= p.grow[colReserved].slope/2:
 		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min (fit %.2f) and reserved with it, not yet the steady line a leak verdict needs",
-			a.slope/cfg.Bucket.Seconds()/MiBPerMinute, a.r2)
+			allocPace/MiBPerMinute, aj.r2)
 	case allocFlat && sustained(colReserved):
-		v, reason = CacheGrowth, growthReason("reserved", p.grow[colReserved], now)+" while allocated is flat: the allocator cache is growing, normal if it plateaus"
+		v, reason = CacheGrowth, growthReason("reserved", p.grow[colReserved], now)+whileFlat+": the allocator cache is growing, normal if it plateaus"
 	default:
 		v, reason = Steady, fmt.Sprintf("no floor rising faster than %.2g MiB/min with fit ≥ %.2g",
 			cfg.MinRate/MiBPerMinute, cfg.MinFit)
@@ -840,14 +848,6 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		}
 	}
 	e.setVerdict(p, now, v, reason, growth)
-}
-
-// allocRises says whether the allocated floor's judged window (v) rises at MinRate or
-// more and at least half the pace (bytes per second) of reserved's growth: then the
-// cache is not what grows.
-func (e *Engine) allocRises(v *view, reserved float64) bool {
-	slope := v.judge.slope / e.cfg.Bucket.Seconds()
-	return v.judge.ok && slope >= e.cfg.MinRate && slope >= reserved/2
 }
 
 // warmUpOver decides whether a process's warm-up has ended: not before WarmUp; then

@@ -1700,7 +1700,8 @@ func TestFirstTrafficLongWindow(t *testing.T) {
 // allocations is not the cache growing. Allocations that climb 200 MiB every 5 minutes
 // (two steps a short window: not yet a line) under a pool that reserves ahead of them
 // smoothly at the same 40 MiB/min: the verdict must not say "while allocated is flat"
-// beside an allocated floor rising 40 MiB a minute, but that both rise.
+// beside an allocated floor rising 40 MiB a minute, but that both rise; nor may an
+// unattributed growth over the same allocations.
 func TestCacheGrowthNotWhileAllocatedRises(t *testing.T) {
 	from := 20 * time.Minute
 	steps := func(el time.Duration) float64 {
@@ -1721,5 +1722,16 @@ func TestCacheGrowthNotWhileAllocatedRises(t *testing.T) {
 	}
 	if !r.reasonSaid("and reserved with it") {
 		t.Errorf("no verdict said allocated and reserved rise together:%s", r)
+	}
+	// Memory outside the allocator growing 20 MiB/min over the same allocations: the
+	// verdict is unattributed growth, and its reason gives allocated's rise once its
+	// judged window rises, not "flat".
+	flatRes := func(el time.Duration) float64 { return steps(el) + 512*mib }
+	u := scenario{d: 50 * time.Minute, alloc: sawtooth(steps, 300*mib), reserved: flatRes,
+		used: func(el time.Duration) float64 { return flatRes(el) + 600*mib + 20*mib*max(el-from, 0).Minutes() }}.run(t)
+	// Its first minutes read flat: the robust line through one step is flat until the
+	// second; from then on the reason gives allocated's rise.
+	if !u.reasonSaid("while allocated rises") {
+		t.Errorf("no unattributed growth gave allocated's rise:%s", u)
 	}
 }
