@@ -145,5 +145,63 @@ func Stress() []Class {
 			late(r, s)
 			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 30), s.Traffic.At
 		})
+	// Round 16's probes. A leak per request (a tensor kept for one kind of request): its
+	// pace follows the traffic, fast at the day's peak and hardly any at night. Steps at
+	// Poisson times thinned by the load; the onset is where the pace reaches 1 MiB/min
+	// (issue 12's targets are for leaks of 1 MiB/min or more).
+	add("leak_per_request", "a day's light traffic (mean 0.5–3 in flight, climbing over 10–40 min, held 30–90) where some requests keep 0.5–8 MiB: a leak of 2–30 MiB/min at the peak, its pace following the load, from where it reaches 1 MiB/min", true,
+		func(r *rand.Rand, s *Spec) {
+			tr := &Traffic{At: minutes(uniform(r, 20, 60)), Rise: minutes(uniform(r, 10, 40)), Hold: minutes(uniform(r, 30, 90)),
+				Peak: uniform(r, 0.5, 3), Req: uniform(r, 20, 300)}
+			s.Traffic, s.Busy = tr, uniform(r, 0, 0.2)
+			peak, size := uniform(r, 2, 30), uniform(r, 0.5, 8)
+			// The raised cosine's climb reaches 1/peak of the peak at this share of Rise.
+			f := math.Acos(1-2/peak) / math.Pi
+			s.Leak, s.Onset, s.Rate = StairLeak, tr.At+time.Duration(f*float64(tr.Rise)), peak
+			for t := tr.At + minutes(r.ExpFloat64()*size/peak); t < s.Duration; t += minutes(r.ExpFloat64() * size / peak) {
+				if r.Float64() < tr.mean(t)/tr.Peak {
+					s.Steps = append(s.Steps, Step{At: t, Size: size * r.ExpFloat64(), Col: ColAllocated})
+				}
+			}
+		})
+	// A leak that only runs while one kind of traffic does (a batch endpoint, a nightly
+	// job): on for 2–10 min at 10–100 MiB/min, off for 5–30 min, again and again. Its
+	// rate is its mean pace over the cycle.
+	add("leak_intermittent", "a leak of 10–100 MiB/min while on (2–10 min), off for 5–30 min, from minute 30–60: a staircase of ramps", true,
+		func(r *rand.Rand, s *Spec) {
+			on, off, pace := uniform(r, 2, 10), uniform(r, 5, 30), uniform(r, 10, 100)
+			s.Leak, s.Onset, s.Rate = StairLeak, minutes(uniform(r, 30, 60)), pace*on/(on+off)
+			for t := s.Onset; t < s.Duration; {
+				end := t + minutes(on*uniform(r, 0.7, 1.3))
+				for ; t < end; t += 10 * time.Second {
+					s.Steps = append(s.Steps, Step{At: t, Size: pace / 6, Col: ColAllocated})
+				}
+				t += minutes(off * uniform(r, 0.7, 1.3))
+			}
+		})
+	add("slow_leak_busy", "the built busy server (85–95 % of samples mid-request, floor jitter up to 64 MiB) over a leak of 0.3–0.5 MiB/min from minute 20–40", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
+			leakFor(0.3, 0.5, 20, 40, 150*time.Minute)(r, s)
+		})
+	add("leak_unattributed_slow", "memory outside the allocator (a library's own cudaMalloc per stream or handle) leaking 1–5 MiB/min from minute 30–60", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = UnattributedLeak, uniform(r, 1, 5), minutes(uniform(r, 30, 60))
+		})
+	// A model hot-swapped in place (a new version, a reloaded checkpoint): the new
+	// weights load in 10–60 s beside the old, both are held 1–5 min while traffic moves
+	// over, and the old are freed. A steep step that is given back.
+	add("model_reload", "weights of 1–16 GiB reloaded beside the old every 40–90 min from minute 30: loaded in 10–60 s, both held 1–5 min, the old freed", false,
+		func(r *rand.Rand, s *Spec) {
+			w := uniform(r, 1024, 16384)
+			s.AllocBase += w
+			for t := minutes(uniform(r, 30, 60)); t < s.Duration; t += minutes(uniform(r, 40, 90)) {
+				load, k := uniform(r, 10, 60), 8
+				for i := range k {
+					s.Steps = append(s.Steps, Step{At: t + time.Duration(float64(i)/float64(k)*load*float64(time.Second)), Size: w / float64(k), Col: ColAllocated})
+				}
+				s.Steps = append(s.Steps, Step{At: t + minutes(uniform(r, 1, 5)) + time.Duration(load*float64(time.Second)), Size: -w, Col: ColAllocated})
+			}
+		})
 	return out
 }

@@ -75,6 +75,9 @@ type fitResult struct {
 	highs   int     // ratchet new highs (see highs)
 	rise    float64 // fitted line's rise across the window
 	ok      bool    // enough points for a slope to mean anything
+	// spread is the points' own robust scatter about Siegel's line (1.4826·MAD of the
+	// residuals), before floorScale bounds it from below.
+	spread float64
 }
 
 // scratch holds the buffers the robust fits need, reused across calls: an Engine is
@@ -142,7 +145,8 @@ func (s *scratch) robustFit(x, y []float64, floorScale float64) fitResult {
 	for i := range n {
 		res[i] = math.Abs(y[i] - slope*x[i] - icpt)
 	}
-	scale := math.Max(1.4826*median(res), floorScale)
+	r.spread = 1.4826 * median(res)
+	scale := math.Max(r.spread, floorScale)
 	// median reordered res: recompute the residuals for the inlier test.
 	var sn, sx, sy float64
 	for i := range n {

@@ -945,11 +945,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// The slow rule: the long window since the warm-up rises at rate with R² fit, by more
 	// than sig (slowLine: the envelope's, or the floors at rest's where the idle moments
 	// were lost), without slowing down, and its newest quarter still rises.
-	slowLine := func(f fitResult, rate, fit float64) bool {
-		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && f.rise >= v.sig
+	slowLine := func(f fitResult, sig, rate, fit float64) bool {
+		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && f.rise >= sig
 	}
 	slowOK := func(rate, fit float64) bool {
-		return slowLine(v.envLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2
+		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2
 	}
 	// To start, the newest quarter must rise by sig itself, as the whole window must: a
 	// server whose load climbed for an hour and holds its peak has a long envelope that
@@ -962,7 +962,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// hours and busy_leak 2 more, each flagged by this rule 1h29m–1h54m after its onset
 	// before (x_sparse_cadence_leak's slowest seed too: 84 → 141 min). Once started, the
 	// quarter's slope keeps it as before, so a slow leak's verdict does not flap.
-	slowStart := v.recent.rise >= v.sig
+	slowStart := v.recent.rise >= v.sigRecent
 	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && !v.idleGone && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
 		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
@@ -997,7 +997,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
 			}
 		case ruleSlow:
-			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, cfg.SlowRate/2, cfg.MinFit-0.2))
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2))
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
@@ -1037,7 +1037,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
-	slowAtRest := slowLine(v.atRestLong, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs
+	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs
 	held := v.idleLost && !filling && !atRest
 	shortOK, halfOK := shortRise && !held && !saw, halfRise && !held && !saw
 	// A rise clear of load by the client's counts is not for a young process (see

@@ -851,6 +851,31 @@ func TestSlowLeak(t *testing.T) {
 	}
 }
 
+// TestSlowLeakBusy: a very slow leak (0.3 MiB/min, 36 MiB in two hours) on a server
+// mid-request in nine samples of ten, whose floors scatter by up to 64 MiB, is flagged by
+// the slow rule within two hours of its onset; the same server without it stays quiet.
+// Its rise is far under one floor's noise (sig ≈ 60 MiB) and far over the long
+// envelope's, the least of many floors: measured against the first it was never a rise.
+func TestSlowLeakBusy(t *testing.T) {
+	onset := 20 * time.Minute
+	busy := func(base func(time.Duration) float64) func(time.Duration) float64 {
+		return func(el time.Duration) float64 {
+			r := rand.New(rand.NewPCG(uint64(el/time.Second), 16))
+			v := base(el) + 64*mib*r.Float64()
+			if r.Float64() < 0.9 {
+				v += 2048 * mib * r.Float64()
+			}
+			return math.Round(v)
+		}
+	}
+	d := onset + 2*time.Hour + 10*time.Minute
+	r := scenario{d: d, alloc: busy(line(2048*mib, 0.3*mib, onset))}.run(t)
+	r.pagedWithin(t, onset, 0, 2*time.Hour, "across the long window")
+	if r = (scenario{d: d, alloc: busy(flat(2048 * mib))}).run(t); r.alerted(0) >= 0 {
+		t.Errorf("busy server without a leak flagged at %s:%s", r.alerted(0), r)
+	}
+}
+
 // TestFreshCUDAContextShortScale: at the scaled settings of the real-GPU run (10 s
 // buckets, 2-minute window, 1-minute warm-up), a fresh CUDA context's modules grow
 // memory outside the allocator 520 → 680 MiB over the first two minutes, ever more
