@@ -188,6 +188,27 @@ func Stress() []Class {
 		func(r *rand.Rand, s *Spec) {
 			s.Leak, s.Rate, s.Onset = UnattributedLeak, uniform(r, 1, 5), minutes(uniform(r, 30, 60))
 		})
+	// Leaks that stop, where the built leak_stops does not: issue 12 wants `steady` again
+	// within about one short window of the growth stopping, on any series.
+	stops := func(lo, hi, forLo, forHi float64) func(r *rand.Rand, s *Spec) {
+		return func(r *rand.Rand, s *Spec) {
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, 30, 60))
+			s.StopAt = s.Onset + minutes(uniform(r, forLo, forHi))
+			s.Duration = s.StopAt + time.Hour
+		}
+	}
+	add("leak_stops_busy", "the built busy server over a leak of 2–50 MiB/min that stops after 10–40 min", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
+			stops(2, 50, 10, 40)(r, s)
+		})
+	add("leak_stops_used_only", "a process that pushes nothing leaking 5–50 MiB/min for 10–40 min", true,
+		func(r *rand.Rand, s *Spec) {
+			s.Push = false
+			stops(5, 50, 10, 40)(r, s)
+		})
+	add("fast_leak_stops", "a leak of 100–1000 MiB/min on a roomy GPU that stops after 3–10 min", true, stops(100, 1000, 3, 10))
+	add("slow_leak_stops", "a leak of 0.3–2 MiB/min that stops after 60–120 min", true, stops(0.3, 2, 60, 120))
 	// A model hot-swapped in place (a new version, a reloaded checkpoint): the new
 	// weights load in 10–60 s beside the old, both are held 1–5 min while traffic moves
 	// over, and the old are freed. A steep step that is given back.
