@@ -380,9 +380,6 @@ type growState struct {
 	saw  bool
 	// floor: where the floor stood when the fast rule started growth on a roomy GPU.
 	floor float64
-	// ended: when growth last ended (zero: never, or the series went away). The slow
-	// rule does not take up within a short window what another rule just let go.
-	ended time.Time
 }
 
 // smoothNoise bounds how much more the newest bucket-to-bucket changes may scatter
@@ -951,22 +948,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	slowLine := func(f fitResult, sig, rate, fit float64) bool {
 		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && f.rise >= sig
 	}
-	// A long window rising at MinRate or more is a pace the judged window resolves: where
-	// that no longer rises at MinRate (to start; half of it to keep, the hysteresis), the
-	// growth stopped and the long window's line is its past. Without this the slow rule
-	// took up a leak of 0.5–2 MiB/min as the short rule let it go, five minutes after
-	// it stopped, and held it for 17–28 minutes (vram_eval -stress, x_slow_leak_stops);
-	// issue 12 wants steady again within about one short window.
-	resolved := v.envLong.ok && v.envLong.slope/b >= cfg.MinRate
-	// settledFor: growth that ended did so a short window ago or more (or never did): the
-	// slow rule does not undo, on the long window's past, what the judged window just
-	// saw end (x_slow_leak_stops: taken up again as the short rule let it go).
-	settledFor := func(ended time.Time) bool { return ended.IsZero() || now.Sub(ended) >= cfg.ShortWindow }
-	// slowOK: the slow rule's line at rate with R² fit, where the judged window rises at
-	// pace if the long window's rate is one it resolves.
-	slowOK := func(rate, fit, pace float64) bool {
-		judged := !resolved || (v.judge.ok && v.judge.slope/b >= pace)
-		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2 && judged
+	slowOK := func(rate, fit float64) bool {
+		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2
 	}
 	// To start, the newest quarter must rise by sig itself, as the whole window must: a
 	// server whose load climbed for an hour and holds its peak has a long envelope that
@@ -1014,7 +997,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
 			}
 		case ruleSlow:
-			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2, cfg.MinRate/2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2))
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2))
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
@@ -1023,7 +1006,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			keep = keep || (g.rest && relaxedOn(v.atRest))
 		}
 		if !keep {
-			*g = growState{ended: now}
+			*g = growState{}
 			return
 		}
 		// A rise that began on half a window, before most of its buckets could rise, is a
@@ -1061,8 +1044,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
 	// for minutes.
 	cleared := v.clear == clearLoad || (v.clear == clearRest && !young)
-	ended := g.ended
-	*g = growState{ended: ended}
+	*g = growState{}
 	switch {
 	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (cleared && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
@@ -1090,7 +1072,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
 		// the client does not count its requests, exactFit infers them).
 		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
-	case slowOK(cfg.SlowRate, cfg.MinFit, cfg.MinRate) && settledFor(ended) && slowStart && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
+	case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
 		// Not while the traffic is new (fresh, see judge's newTraffic): that is the short
 		// rule's to judge, on probation. The slow rule is for growth that can wait, and
 		// at settings whose long window is under four short windows (short-trace.yml's
@@ -1098,7 +1080,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// for new traffic: the same bound after the warm-up's end missed the H200 leak
 		// under a load climb that the slow rule flags 3m36s after its onset.
 		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
-	case v.idleLostLong && slowAtRest && !filling && !fresh && settledFor(ended):
+	case v.idleLostLong && slowAtRest && !filling && !fresh:
 		// The slow rule on the floors at rest, where some stretch of the long window had
 		// none: its envelope is the load's climb, they are not.
 		*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}

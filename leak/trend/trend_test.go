@@ -876,25 +876,6 @@ func TestSlowLeakBusy(t *testing.T) {
 	}
 }
 
-// TestSlowLeakStopsSteady: a leak of 1 MiB/min that runs for 90 minutes and stops is
-// steady again within about one short window of the stop, and stays so. The long window
-// still rises as a line for an hour after: on it alone the slow rule took the leak up
-// again as the short rule let it go, and held it some 20 minutes after the stop.
-func TestSlowLeakStopsSteady(t *testing.T) {
-	onset, stop := 30*time.Minute, 2*time.Hour
-	grow := line(2048*mib, 1*mib, onset)
-	alloc := func(el time.Duration) float64 { return grow(min(el, stop)) }
-	r := scenario{d: stop + time.Hour, alloc: sawtooth(alloc, 300*mib)}.run(t)
-	r.pagedWithin(t, onset, 0, 10*time.Minute, "")
-	by := stop + 12*time.Minute
-	for i, c := range r.changes {
-		paging := c.verdict == Leak || c.verdict == UnattributedGrowth
-		if paging && (c.at > stop || (i+1 == len(r.changes) || r.changes[i+1].at > by)) {
-			t.Errorf("%s from %s, after the leak stopped at %s or past %s:%s", c.verdict, c.at, stop, by, r)
-		}
-	}
-}
-
 // TestFreshCUDAContextShortScale: at the scaled settings of the real-GPU run (10 s
 // buckets, 2-minute window, 1-minute warm-up), a fresh CUDA context's modules grow
 // memory outside the allocator 520 → 680 MiB over the first two minutes, ever more
