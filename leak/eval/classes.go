@@ -294,9 +294,6 @@ func Classes() []Class {
 
 	// One or two busy buckets in a row (a server never idle for a minute) must not spoil
 	// a window.
-	busy := func(r *rand.Rand, s *Spec) {
-		s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
-	}
 	add("busy_server", "85–95% of samples mid-request with up to 1–4 GiB of activations: consecutive buckets without an idle moment", false, busy)
 	add("busy_leak", "the same busy server over a leak of 1–20 MiB/min from minute 30–60", true,
 		withLeak(busy, 1, 20, 30, 60))
@@ -313,11 +310,7 @@ func Classes() []Class {
 	add("slow_leak", "a leak of 0.3–0.5 MiB/min (430–720 MiB a day) from minute 20–40", true,
 		leakFor(0.3, 0.5, 20, 40, 150*time.Minute))
 	add("leak_stops", "a leak of 2–50 MiB/min from minute 30–60 that stops after 10–40 min: steady again within a short window", true,
-		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 50), minutes(uniform(r, 30, 60))
-			s.StopAt = s.Onset + minutes(uniform(r, 10, 40))
-			s.Duration = s.StopAt + time.Hour
-		})
+		stops(2, 50, 10, 40))
 
 	// The committed suite's traces, their shape fixed, their seed drawn.
 	for _, sp := range Suite() {
@@ -384,6 +377,22 @@ func withLeak(base func(r *rand.Rand, s *Spec), lo, hi, onLo, onHi float64) func
 	return func(r *rand.Rand, s *Spec) {
 		base(r, s)
 		s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, onLo, onHi))
+	}
+}
+
+// busy is a server mid-request in 85–95 % of its samples, with up to 1–4 GiB of
+// activations and up to 64 MiB of floor jitter: consecutive buckets without an idle moment.
+func busy(r *rand.Rand, s *Spec) {
+	s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
+}
+
+// stops is a linear leak of lo–hi MiB/min from minute 30–60 that stops after forLo–forHi
+// minutes, the trace ending an hour after the stop.
+func stops(lo, hi, forLo, forHi float64) func(r *rand.Rand, s *Spec) {
+	return func(r *rand.Rand, s *Spec) {
+		s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, 30, 60))
+		s.StopAt = s.Onset + minutes(uniform(r, forLo, forHi))
+		s.Duration = s.StopAt + time.Hour
 	}
 }
 

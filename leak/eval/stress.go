@@ -181,7 +181,7 @@ func Stress() []Class {
 		})
 	add("slow_leak_busy", "the built busy server (85–95 % of samples mid-request, floor jitter up to 64 MiB) over a leak of 0.3–0.5 MiB/min from minute 20–40", true,
 		func(r *rand.Rand, s *Spec) {
-			s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
+			busy(r, s)
 			leakFor(0.3, 0.5, 20, 40, 150*time.Minute)(r, s)
 		})
 	add("leak_unattributed_slow", "memory outside the allocator (a library's own cudaMalloc per stream or handle) leaking 1–5 MiB/min from minute 30–60", true,
@@ -190,16 +190,9 @@ func Stress() []Class {
 		})
 	// Leaks that stop, where the built leak_stops does not: issue 12 wants `steady` again
 	// within about one short window of the growth stopping, on any series.
-	stops := func(lo, hi, forLo, forHi float64) func(r *rand.Rand, s *Spec) {
-		return func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, lo, hi), minutes(uniform(r, 30, 60))
-			s.StopAt = s.Onset + minutes(uniform(r, forLo, forHi))
-			s.Duration = s.StopAt + time.Hour
-		}
-	}
 	add("leak_stops_busy", "the built busy server over a leak of 2–50 MiB/min that stops after 10–40 min", true,
 		func(r *rand.Rand, s *Spec) {
-			s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
+			busy(r, s)
 			stops(2, 50, 10, 40)(r, s)
 		})
 	add("leak_stops_used_only", "a process that pushes nothing leaking 5–50 MiB/min for 10–40 min", true,

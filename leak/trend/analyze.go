@@ -184,7 +184,20 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// Noise: the robust spread of bucket-to-bucket changes (1.4826·MAD/√2 is σ of one
 	// floor under Gaussian noise); a line's constant slope and a staircase's rare steps
 	// do not inflate it.
-	v.sigma = sc.noise(xs, ps, 1)
+	d := grow(&sc.d, 0)
+	for i := 1; i < n; i++ {
+		if xs[i]-xs[i-1] == 1 {
+			d = append(d, ps[i]-ps[i-1])
+		}
+	}
+	sc.d = d
+	if len(d) >= 2 {
+		md := median(d)
+		for i := range d {
+			d[i] = math.Abs(d[i] - md)
+		}
+		v.sigma = 1.4826 * median(d) / math.Sqrt2
+	}
 	sigma := math.Max(v.sigma, sigmaMin)
 	v.sig = e.sigOf(sigma)
 
@@ -1097,27 +1110,6 @@ func (s *sawCycles) ramp(xs, ps []float64, sig float64) bool {
 	}
 	pace := rise / d
 	return pace >= s.lo/steadyRise && pace <= steadyRise*s.hi && rise <= sawReach*s.top && d <= sawReach*s.long
-}
-
-// noise is the robust spread of the changes between consecutive points of ys that lie
-// step apart in xs: 1.4826·MAD/√2 is σ of one point under Gaussian noise, and a line's
-// constant slope and a staircase's rare steps do not inflate it. 0 below two changes.
-func (s *analysisScratch) noise(xs, ys []float64, step float64) float64 {
-	d := grow(&s.d, 0)
-	for i := 1; i < len(xs); i++ {
-		if xs[i]-xs[i-1] == step {
-			d = append(d, ys[i]-ys[i-1])
-		}
-	}
-	s.d = d
-	if len(d) < 2 {
-		return 0
-	}
-	md := median(d)
-	for i := range d {
-		d[i] = math.Abs(d[i] - md)
-	}
-	return 1.4826 * median(d) / math.Sqrt2
 }
 
 // ownNoise measures f, a fit of ys, against the scatter of ys about its own line
