@@ -529,6 +529,11 @@ func loadData(data []byte, l Label, cfg trend.Config) (loaded, error) {
 		}
 		alertingNow[seriesKey{c.PID, c.UUID}] = alerting(c.Verdict)
 		fr.change(seriesKey{c.PID, c.UUID}, c.Verdict, at)
+		if stopSeen && alerting(c.Verdict) {
+			// Alerting again after the stop: steady only once nothing alerts any more
+			// (a verdict taken up again by another rule is not steady).
+			ld.ours.SteadyAfter = -1
+		}
 		if stopSeen && ld.ours.SteadyAfter < 0 && ld.ours.Detected && countTrue(alertingNow) == 0 {
 			ld.ours.SteadyAfter = at - stop
 		}

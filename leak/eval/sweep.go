@@ -2,8 +2,10 @@ package eval
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -57,6 +59,8 @@ type ClassResult struct {
 	// NeverSteady counts those still alerting at the end.
 	SteadyAfter []time.Duration
 	NeverSteady int
+	// LateSteady: the seeds slowest to be steady after their stop (never first), to replay.
+	LateSteady []seedDelay
 	// Leads: how long before the out-of-memory error the GPU forecast first appeared;
 	// NoLead counts OOMs without a forecast before them.
 	Leads  []time.Duration
@@ -235,6 +239,7 @@ func (cr *ClassResult) add(seed uint64, l Label, o, base Outcome) {
 		} else {
 			cr.SteadyAfter = append(cr.SteadyAfter, o.SteadyAfter)
 		}
+		cr.LateSteady = append(cr.LateSteady, seedDelay{seed, o.SteadyAfter})
 	}
 	if l.OOM {
 		if o.ForecastAt >= 0 && o.ForecastAt < o.OOMAt {
@@ -243,6 +248,29 @@ func (cr *ClassResult) add(seed uint64, l Label, o, base Outcome) {
 			cr.NoLead++
 		}
 	}
+}
+
+// seedDelay is one seed's delay, -1 for never.
+type seedDelay struct {
+	seed uint64
+	d    time.Duration
+}
+
+// latest lists the n seeds of the longest delays (never first), longest first.
+func latest(sd []seedDelay, n int) []uint64 {
+	s := slices.Clone(sd)
+	key := func(x seedDelay) time.Duration {
+		if x.d < 0 {
+			return time.Duration(math.MaxInt64)
+		}
+		return x.d
+	}
+	slices.SortStableFunc(s, func(a, b seedDelay) int { return cmp.Compare(key(b), key(a)) })
+	var out []uint64
+	for _, x := range s[:min(n, len(s))] {
+		out = append(out, x.seed)
+	}
+	return out
 }
 
 func quantile(ds []time.Duration, q float64) time.Duration {
@@ -283,6 +311,7 @@ func WriteSweep(w io.Writer, rs []ClassResult, seeds int) error {
 			if r.NeverSteady > 0 {
 				stop += fmt.Sprintf(" (%d never)", r.NeverSteady)
 			}
+			stop += " (latest " + seedList(latest(r.LateSteady, 3)) + ")"
 		}
 		if len(r.Leads) > 0 || r.NoLead > 0 {
 			lead = fmt.Sprintf("%s / %s", fmtDur(quantile(r.Leads, 0)), fmtDur(quantile(r.Leads, 0.5)))

@@ -73,6 +73,10 @@ type view struct {
 	// sigLong and sigRecent are sig for envLong's and recent's blocks: their own noise.
 	sigLong, sigRecent float64
 	decel              bool // the long envelope slows down (see decelerates)
+	// stall is how many buckets the level the floors since the warm-up hold has stood
+	// within sig of where it stands now, gap the longest it stood still before (see
+	// lastRise): a rise that has stood still longer than it ever did has stopped.
+	stall, gap int64
 	// envLong, recent and decel are only computed once the slow rule could apply.
 	longSpan int64 // buckets between the oldest and newest floor in the long window
 
@@ -310,6 +314,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		}
 		if v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
 			v.decel = sc.decelerates(ex, ey)
+			v.stall, v.gap = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
 			qlo := n
 			for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
 				qlo--
@@ -978,6 +983,53 @@ func blocks(xs, ys []float64, maxPoints int64, bxBuf, byBuf *[]float64) ([]float
 	slices.Reverse(by)
 	*bxBuf, *byBuf = bx, by
 	return bx, by
+}
+
+// heldFor is how many of the newest buckets lastRise does not yet take as held: a
+// quarter of a short window (at least one). A server busy for a few buckets in a row
+// raises their floors together, and counted as held such a run made a leak that had
+// stopped 17 minutes before rise again (vram_eval, leak_stops seed 99).
+func heldFor(ns int64) int64 { return max(ns/4, 1) }
+
+// lastRise reads what the floors (x, y) have held: at each bucket the least floor from
+// it to the newest, which memory given back later (a burst, a collector's garbage)
+// does not lift and a leak lifts for good. The newest recent buckets have held only
+// themselves (a few raised buckets among them, moments never idle, are not yet a rise),
+// so the level the series holds now is that of the bucket before them. stall is how
+// many buckets before the newest the held level came within tol of that level: how
+// long it has stood still. gap is the longest it stood still before, between two
+// ratchet highs (see highs) by tol. A leak at a steady pace holds a new high every
+// tol/pace buckets; a staircase one at each step, waiting as long as its steps are
+// rare; one that has stopped, none since. Before the first high nothing has risen
+// yet: that wait (the quiet stretch before an onset) is not one of the rise's. held
+// is scratch of len(y).
+func lastRise(x, y, held []float64, tol float64, recent int64) (stall, gap int64) {
+	n := len(x)
+	if int64(n) <= recent {
+		return 0, 0
+	}
+	held[n-1] = y[n-1]
+	for i := n - 2; i >= 0; i-- {
+		held[i] = math.Min(y[i], held[i+1])
+	}
+	now := n - 1 - int(recent)
+	k := now
+	for k > 0 && held[k-1] >= held[now]-tol {
+		k--
+	}
+	level, last, seen := held[0], x[0], false
+	for i := 1; i < k; i++ {
+		if held[i] > level+tol {
+			if seen {
+				gap = max(gap, int64(x[i]-last))
+			}
+			level, last, seen = held[i], x[i], true
+		}
+	}
+	if seen {
+		gap = max(gap, int64(x[k]-last))
+	}
+	return int64(x[n-1] - x[k]), gap
 }
 
 // decelerates reports whether the newer half of (x, y) rises at less than half the pace

@@ -625,6 +625,50 @@ func TestVerdictReleases(t *testing.T) {
 	}
 }
 
+// TestStoppedLeakNotTakenUpAgain: once a leak stops, nothing pages again: the slow rule
+// must not take up, on the long window's line, a leak the short rule let go as it
+// stopped. Before, it did within minutes and held it for some 17 more (vram_eval
+// leak_stops: 44 of 100 alerted again, up to 21 minutes after the stop). Leaks of
+// 3–30 MiB/min for 10–30 minutes under requests of random size, sampled every 5 s.
+func TestStoppedLeakNotTakenUpAgain(t *testing.T) {
+	sw := DefaultConfig().ShortWindow
+	for _, tc := range []struct {
+		perMin float64
+		dur    time.Duration
+	}{{3, 30 * time.Minute}, {10, 20 * time.Minute}, {15, 30 * time.Minute}, {30, 10 * time.Minute}} {
+		onset := 35 * time.Minute
+		stop := onset + tc.dur
+		leak := func(el time.Duration) float64 {
+			return 900*mib + tc.perMin*mib*math.Max(0, (min(el, stop)-onset).Minutes())
+		}
+		// Requests of 0–400 MiB on top of the floor, one sample in two; the floor
+		// itself jitters by a MiB or two.
+		alloc := func(el time.Duration) float64 {
+			r := rand.New(rand.NewPCG(uint64(el/time.Second), 7))
+			v := leak(el) + 2*mib*r.Float64()
+			if r.Float64() < 0.5 {
+				v += 400 * mib * r.Float64()
+			}
+			return math.Round(v)
+		}
+		r := scenario{d: stop + 90*time.Minute, alloc: alloc, reserved: func(el time.Duration) float64 { return leak(el) + 512*mib }}.run(t)
+		name := fmt.Sprintf("%g MiB/min for %s", tc.perMin, tc.dur)
+		if a := r.alerted(onset); a < 0 || a > stop {
+			t.Errorf("%s: flagged at %s, want before its stop at %s:%s", name, a, stop, r)
+			continue
+		}
+		if a := r.alerted(stop + sw); a >= 0 {
+			t.Errorf("%s: stopped at %s, alerted again at %s (%s after):%s", name, stop, a, a-stop, r)
+		}
+		for _, c := range r.changes {
+			if c.at > stop+sw && c.verdict != Steady {
+				t.Errorf("%s: %s at %s, %s after the stop; want steady:%s", name, c.verdict, c.at, c.at-stop, r)
+				break
+			}
+		}
+	}
+}
+
 // TestGCSawtooth: a gen-2 garbage collector frees 30 MiB/min of garbage every 6–14
 // minutes: each ramp is a clean line (R² > 0.97), longer than the short window at
 // times, but the floor comes back each cycle, so it is judged on its troughs and never
