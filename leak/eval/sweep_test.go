@@ -179,6 +179,24 @@ func TestSaturatedBurstIdleGone(t *testing.T) {
 	}
 }
 
+// TestStoppedLeakStaysSteady: leaks that stopped and were alerted on again, 5 to 17
+// minutes after their stop, by the slow rule reading the long window's line (round 16's
+// code: seed 84 until 21 min after the stop, 99 until 20 min; with the client's
+// counts, seed 42 on and off for 47 min through the floors at rest). Steady within a
+// short window of the stop, and for good.
+func TestStoppedLeakStaysSteady(t *testing.T) {
+	sw := trend.DefaultConfig().ShortWindow
+	for _, tc := range []struct {
+		seeds []uint64
+		load  bool
+	}{{[]uint64{84, 99}, false}, {[]uint64{42}, true}} {
+		r := sweepLoad(t, "leak_stops", tc.seeds, tc.load)
+		if r.NeverSteady > 0 || len(r.SteadyAfter) != len(tc.seeds) || quantile(r.SteadyAfter, 1) > sw {
+			t.Errorf("leak_stops seeds %v (counts %v): steady %v after the stop (%d alerting at the end), want within %s", tc.seeds, tc.load, r.SteadyAfter, r.NeverSteady, sw)
+		}
+	}
+}
+
 // sweepOne scores one seed of one class, at the default settings.
 func sweepOne(t *testing.T, class string, seed uint64) ClassResult {
 	t.Helper()

@@ -312,9 +312,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if own {
 			v.envLong, v.sigLong = e.ownNoise(v.envLong, ey, sigma)
 		}
+		v.stall, v.gap = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
 		if v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
 			v.decel = sc.decelerates(ex, ey)
-			v.stall, v.gap = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
 			qlo := n
 			for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
 				qlo--

@@ -957,7 +957,13 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// the stop), where a staircase of rare steps waits between them as long as it ever
 	// did. Below MinRate a stop cannot be told from the noise within a short window,
 	// and the newest quarter decides as before.
-	stopped := v.envLong.ok && v.envLong.slope/b >= cfg.MinRate && v.stall > heldFor(int64(cfg.ShortWindow/cfg.Bucket))+max(2*v.gap, fastBuckets)
+	// The same for the line through the floors at rest (the slow rule where the idle
+	// moments were lost): a leak that stopped under such traffic was taken up again
+	// and again for 40 minutes after its stop (vram_eval -load, leak_stops seed 42).
+	stoppedOn := func(f fitResult) bool {
+		return f.ok && f.slope/b >= cfg.MinRate && v.stall > heldFor(int64(cfg.ShortWindow/cfg.Bucket))+max(2*v.gap, fastBuckets)
+	}
+	stopped := stoppedOn(v.envLong)
 	slowOK := func(rate, fit float64) bool {
 		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2 && !stopped
 	}
@@ -1007,7 +1013,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
 			}
 		case ruleSlow:
-			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2))
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2) && !stoppedOn(v.atRestLong))
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
@@ -1047,7 +1053,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
-	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs
+	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedOn(v.atRestLong)
 	held := v.idleLost && !filling && !atRest
 	shortOK, halfOK := shortRise && !held && !saw, halfRise && !held && !saw
 	// A rise clear of load by the client's counts is not for a young process (see
