@@ -960,8 +960,16 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// The same for the line through the floors at rest (the slow rule where the idle
 	// moments were lost): a leak that stopped under such traffic was taken up again
 	// and again for 40 minutes after its stop (vram_eval -load, leak_stops seed 42).
+	// The wait is at least twice what the line's own pace takes to rise by sig: over
+	// a short span since the warm-up the floors may have risen too few times for their
+	// longest wait to say (the H200 leak under a load climb, h200_r8_load_climb_leak,
+	// let go 20 s after it paged while it still rose 20 MiB/min).
 	stoppedOn := func(f fitResult) bool {
-		return f.ok && f.slope/b >= cfg.MinRate && v.stall > heldFor(int64(cfg.ShortWindow/cfg.Bucket))+max(2*v.gap, fastBuckets)
+		if !f.ok || f.slope/b < cfg.MinRate {
+			return false
+		}
+		wait := max(2*v.gap, fastBuckets, int64(math.Ceil(2*v.sig/f.slope)))
+		return v.stall > heldFor(int64(cfg.ShortWindow/cfg.Bucket))+wait
 	}
 	stopped := stoppedOn(v.envLong)
 	slowOK := func(rate, fit float64) bool {
