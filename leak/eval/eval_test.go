@@ -65,6 +65,10 @@ func TestReport(t *testing.T) {
 			t.Errorf("%s (pid %d): false alarm at %s", l.Name, l.PID, fmtDur(tr.Ours.FalseAlarmAt))
 		case l.Leak && (!tr.Ours.Detected || tr.Ours.FirstVerdicts != l.Expect):
 			t.Errorf("%s (pid %d): want %s, got %s (%s)", l.Name, l.PID, l.Expect, outcomeCell(l, tr.Ours), tr.Ours.FirstVerdicts)
+		case l.StopSeconds > 0 && (tr.Ours.SteadyAfter < 0 || tr.Ours.SteadyAfter > tr.Config.ShortWindow):
+			// A real leak that stops (h100_r17_fast_leak, 400 MiB/min for 180 s): steady
+			// again within a short window of its stop, and for good.
+			t.Errorf("%s (pid %d): steady %s after its stop, want within %s", l.Name, l.PID, fmtDur(tr.Ours.SteadyAfter), fmtDur(tr.Config.ShortWindow))
 		}
 	}
 }
