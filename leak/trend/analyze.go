@@ -74,9 +74,11 @@ type view struct {
 	sigLong, sigRecent float64
 	decel              bool // the long envelope slows down (see decelerates)
 	// stall is how many buckets the level the floors since the warm-up hold has stood
-	// within sig of where it stands now, gap the longest it stood still before (see
-	// lastRise): a rise that has stood still longer than it ever did has stopped.
+	// within sig of where it is known to stand, gap the longest it stood still before
+	// (see lastRise): a rise that has stood still longer than it ever did has stopped.
 	stall, gap int64
+	// stallRest and gapRest are the same over the floors at rest (atRestLong's).
+	stallRest, gapRest int64
 	// envLong, recent and decel are only computed once the slow rule could apply.
 	longSpan int64 // buckets between the oldest and newest floor in the long window
 
@@ -426,6 +428,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if v.idleLostLong && v.longSpan >= nl/2 {
 			// The slow rule's span: the long window since the warm-up.
 			v.atRestLong = sc.restFit(h, xs[slo:], nl, sigma)
+			// The same reading of what the floors at rest hold (restFit left them in
+			// rx, ry): a load that climbs lifts the others, not these.
+			v.stallRest, v.gapRest = lastRise(sc.rx, sc.ry, grow(&sc.held, len(sc.rx)), v.sig, heldFor(ns))
 		}
 	}
 	return v
@@ -993,26 +998,30 @@ func heldFor(ns int64) int64 { return max(ns/4, 1) }
 
 // lastRise reads what the floors (x, y) have held: at each bucket the least floor from
 // it to the newest, which memory given back later (a burst, a collector's garbage)
-// does not lift and a leak lifts for good. The newest recent buckets have held only
-// themselves (a few raised buckets among them, moments never idle, are not yet a rise),
-// so the level the series holds now is that of the bucket before them. stall is how
-// many buckets before the newest the held level came within tol of that level: how
-// long it has stood still. gap is the longest it stood still before, between two
-// ratchet highs (see highs) by tol. A leak at a steady pace holds a new high every
-// tol/pace buckets; a staircase one at each step, waiting as long as its steps are
-// rare; one that has stopped, none since. Before the first high nothing has risen
-// yet: that wait (the quiet stretch before an onset) is not one of the rise's. held
-// is scratch of len(y).
+// does not lift and a leak lifts for good. The floors of the newest recent buckets
+// have held only themselves (a few raised buckets among them, moments never idle, are
+// not yet a rise), so the level the series is known to hold is that of the newest
+// floor before them. stall is how many buckets, up to that floor, the held level has
+// stood within tol of it; gap the longest it stood still before, between two ratchet
+// highs by tol (see highs). A leak at a steady pace holds a new high every tol/pace
+// buckets; a staircase one at each step, waiting as long as its steps are rare; one
+// that has stopped, none since. Before the first high nothing has risen yet: that wait
+// (the quiet stretch before an onset) is not one of the rise's. x may skip buckets
+// (the floors at rest are sparse: a stretch without one proves nothing, and does not
+// count as standing still); held is scratch of len(y).
 func lastRise(x, y, held []float64, tol float64, recent int64) (stall, gap int64) {
 	n := len(x)
-	if int64(n) <= recent {
+	now := n - 1
+	for now >= 0 && x[now] > x[n-1]-float64(recent) {
+		now--
+	}
+	if now < 0 {
 		return 0, 0
 	}
 	held[n-1] = y[n-1]
 	for i := n - 2; i >= 0; i-- {
 		held[i] = math.Min(y[i], held[i+1])
 	}
-	now := n - 1 - int(recent)
 	k := now
 	for k > 0 && held[k-1] >= held[now]-tol {
 		k--
@@ -1029,7 +1038,7 @@ func lastRise(x, y, held []float64, tol float64, recent int64) (stall, gap int64
 	if seen {
 		gap = max(gap, int64(x[k]-last))
 	}
-	return int64(x[n-1] - x[k]), gap
+	return int64(x[now] - x[k]), gap
 }
 
 // decelerates reports whether the newer half of (x, y) rises at less than half the pace

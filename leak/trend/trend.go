@@ -950,7 +950,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	}
 	// stopped: a long-window pace the short window resolves (MinRate or more) whose
 	// floors have held their level (within sig) for longer than twice the longest they
-	// held one before, past the newest buckets not yet held (see lastRise): the growth
+	// held one before, up to the newest buckets, not yet held (see lastRise): the growth
 	// stopped, and the long window's line is its past. Without this a leak the short
 	// rule let go as it stopped was taken up again by this rule within minutes and held
 	// for some 17 more (leak_stops: 44 of 100 alerted again, up to 21 minutes after
@@ -958,20 +958,24 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// did. Below MinRate a stop cannot be told from the noise within a short window,
 	// and the newest quarter decides as before.
 	// The same for the line through the floors at rest (the slow rule where the idle
-	// moments were lost): a leak that stopped under such traffic was taken up again
-	// and again for 40 minutes after its stop (vram_eval -load, leak_stops seed 42).
+	// moments were lost), read on those floors, which a load's climb does not lift: a
+	// leak that stopped under such traffic was taken up again and again for 40 minutes
+	// after its stop (vram_eval -load, leak_stops seed 42). Read on all the floors it
+	// let a leak under a day's traffic go and come back (load_diurnal_leak -load: 4
+	// seeds alerted again, 4 were flagged up to 5.5 minutes later).
 	// The wait is at least twice what the line's own pace takes to rise by sig: over
 	// a short span since the warm-up the floors may have risen too few times for their
 	// longest wait to say (the H200 leak under a load climb, h200_r8_load_climb_leak,
 	// let go 20 s after it paged while it still rose 20 MiB/min).
-	stoppedOn := func(f fitResult) bool {
+	stoppedOn := func(f fitResult, stall, gap int64) bool {
 		if !f.ok || f.slope/b < cfg.MinRate {
 			return false
 		}
-		wait := max(2*v.gap, fastBuckets, int64(math.Ceil(2*v.sig/f.slope)))
-		return v.stall > heldFor(int64(cfg.ShortWindow/cfg.Bucket))+wait
+		wait := max(2*gap, fastBuckets, int64(math.Ceil(2*v.sig/f.slope)))
+		return stall > wait
 	}
-	stopped := stoppedOn(v.envLong)
+	stopped := stoppedOn(v.envLong, v.stall, v.gap)
+	stoppedRest := stoppedOn(v.atRestLong, v.stallRest, v.gapRest)
 	slowOK := func(rate, fit float64) bool {
 		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2 && !stopped
 	}
@@ -1021,7 +1025,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
 			}
 		case ruleSlow:
-			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2) && !stoppedOn(v.atRestLong))
+			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2) && !stoppedRest)
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
@@ -1061,7 +1065,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
-	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedOn(v.atRestLong)
+	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedRest
 	held := v.idleLost && !filling && !atRest
 	shortOK, halfOK := shortRise && !held && !saw, halfRise && !held && !saw
 	// A rise clear of load by the client's counts is not for a young process (see
