@@ -314,7 +314,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if own {
 			v.envLong, v.sigLong = e.ownNoise(v.envLong, ey, sigma)
 		}
-		v.stall, v.gap = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
+		if v.envLong.ok && v.envLong.slope/b >= e.cfg.MinRate {
+			// Only where the slow rule's test of floors that stopped applies (see track).
+			v.stall, v.gap = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
+		}
 		if v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
 			v.decel = sc.decelerates(ex, ey)
 			qlo := n
@@ -428,9 +431,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		if v.idleLostLong && v.longSpan >= nl/2 {
 			// The slow rule's span: the long window since the warm-up.
 			v.atRestLong = sc.restFit(h, xs[slo:], nl, sigma)
-			// The same reading of what the floors at rest hold (restFit left them in
-			// rx, ry): a load that climbs lifts the others, not these.
-			v.stallRest, v.gapRest = lastRise(sc.rx, sc.ry, grow(&sc.held, len(sc.rx)), v.sig, heldFor(ns))
+			if v.atRestLong.ok && v.atRestLong.slope/e.cfg.Bucket.Seconds() >= e.cfg.MinRate {
+				// The same reading of what the floors at rest hold (restFit left them in
+				// rx, ry): a load that climbs lifts the others, not these.
+				v.stallRest, v.gapRest = lastRise(sc.rx, sc.ry, grow(&sc.held, len(sc.rx)), v.sig, heldFor(ns))
+			}
 		}
 	}
 	return v
