@@ -22,7 +22,8 @@
 // filling to its budget) is not growth; nor is a rise of a process whose samples no
 // longer come back to its floor as they did while it had idle moments (a server never
 // idle any more: its floor is the least load in flight). Growth ends as soon as the
-// judged window no longer shows it.
+// judged window no longer shows it, and the long window's line does not take up again
+// a rise whose floors have stopped (they hold still longer than they ever paused).
 package trend
 
 import (
