@@ -998,7 +998,8 @@ func blocks(xs, ys []float64, maxPoints int64, bxBuf, byBuf *[]float64) ([]float
 // heldFor is how many of the newest buckets lastRise does not yet take as held: a
 // quarter of a short window (at least one). A server busy for a few buckets in a row
 // raises their floors together, and counted as held such a run made a leak that had
-// stopped 17 minutes before rise again (vram_eval, leak_stops seed 99).
+// stopped 17 minutes before rise again (vram_eval, leak_stops seeds 99 and 43: one
+// bucket, then four).
 func heldFor(ns int64) int64 { return max(ns/4, 1) }
 
 // lastRise reads what the floors (x, y) have held: at each bucket the least floor from
