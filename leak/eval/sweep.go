@@ -55,12 +55,9 @@ type ClassResult struct {
 	Missed, BaselineMissed int
 	OverTarget             int
 	SlowSeeds, MissedSeeds []uint64
-	// SteadyAfter: on leaks that stop, how long after the stop nothing alerted any more;
-	// NeverSteady counts those still alerting at the end.
-	SteadyAfter []time.Duration
-	NeverSteady int
-	// LateSteady: the seeds slowest to be steady after their stop (never first), to replay.
-	LateSteady []seedDelay
+	// Stops: on leaks that stop, each seed and how long after the stop nothing alerted
+	// any more (-1: still alerting at the end); see SteadyAfter and NeverSteady.
+	Stops []SeedDelay
 	// Leads: how long before the out-of-memory error the GPU forecast first appeared;
 	// NoLead counts OOMs without a forecast before them.
 	Leads  []time.Duration
@@ -234,12 +231,7 @@ func (cr *ClassResult) add(seed uint64, l Label, o, base Outcome) {
 		cr.BaselineMissed++
 	}
 	if l.StopSeconds > 0 && o.Detected {
-		if o.SteadyAfter < 0 {
-			cr.NeverSteady++
-		} else {
-			cr.SteadyAfter = append(cr.SteadyAfter, o.SteadyAfter)
-		}
-		cr.LateSteady = append(cr.LateSteady, seedDelay{seed, o.SteadyAfter})
+		cr.Stops = append(cr.Stops, SeedDelay{seed, o.SteadyAfter})
 	}
 	if l.OOM {
 		if o.ForecastAt >= 0 && o.ForecastAt < o.OOMAt {
@@ -250,25 +242,40 @@ func (cr *ClassResult) add(seed uint64, l Label, o, base Outcome) {
 	}
 }
 
-// seedDelay is one seed's delay, -1 for never.
-type seedDelay struct {
-	seed uint64
-	d    time.Duration
+// SeedDelay is one seed's delay, -1 for never.
+type SeedDelay struct {
+	Seed  uint64
+	Delay time.Duration
 }
 
+// SteadyAfter lists, over the leaks that stop and became steady, how long after the stop
+// nothing alerted any more.
+func (cr *ClassResult) SteadyAfter() []time.Duration {
+	var out []time.Duration
+	for _, x := range cr.Stops {
+		if x.Delay >= 0 {
+			out = append(out, x.Delay)
+		}
+	}
+	return out
+}
+
+// NeverSteady counts the leaks that stop still alerting at the end.
+func (cr *ClassResult) NeverSteady() int { return len(cr.Stops) - len(cr.SteadyAfter()) }
+
 // latest lists the n seeds of the longest delays (never first), longest first.
-func latest(sd []seedDelay, n int) []uint64 {
+func latest(sd []SeedDelay, n int) []uint64 {
 	s := slices.Clone(sd)
-	key := func(x seedDelay) time.Duration {
-		if x.d < 0 {
+	key := func(x SeedDelay) time.Duration {
+		if x.Delay < 0 {
 			return time.Duration(math.MaxInt64)
 		}
-		return x.d
+		return x.Delay
 	}
-	slices.SortStableFunc(s, func(a, b seedDelay) int { return cmp.Compare(key(b), key(a)) })
+	slices.SortStableFunc(s, func(a, b SeedDelay) int { return cmp.Compare(key(b), key(a)) })
 	var out []uint64
 	for _, x := range s[:min(n, len(s))] {
-		out = append(out, x.seed)
+		out = append(out, x.Seed)
 	}
 	return out
 }
@@ -306,12 +313,13 @@ func WriteSweep(w io.Writer, rs []ClassResult, seeds int) error {
 			continue
 		}
 		stop, lead := "", ""
-		if len(r.SteadyAfter) > 0 || r.NeverSteady > 0 {
-			stop = fmt.Sprintf("%s / %s", fmtDur(quantile(r.SteadyAfter, 0.5)), fmtDur(quantile(r.SteadyAfter, 1)))
-			if r.NeverSteady > 0 {
-				stop += fmt.Sprintf(" (%d never)", r.NeverSteady)
+		if len(r.Stops) > 0 {
+			steady := r.SteadyAfter()
+			stop = fmt.Sprintf("%s / %s", fmtDur(quantile(steady, 0.5)), fmtDur(quantile(steady, 1)))
+			if never := r.NeverSteady(); never > 0 {
+				stop += fmt.Sprintf(" (%d never)", never)
 			}
-			stop += " (latest " + seedList(latest(r.LateSteady, 3)) + ")"
+			stop += " (latest " + seedList(latest(r.Stops, 3)) + ")"
 		}
 		if len(r.Leads) > 0 || r.NoLead > 0 {
 			lead = fmt.Sprintf("%s / %s", fmtDur(quantile(r.Leads, 0)), fmtDur(quantile(r.Leads, 0.5)))

@@ -159,8 +159,8 @@ func TestSweep(t *testing.T) {
 		if m := quantile(r.Delays, 1); m > b.max {
 			t.Errorf("%s: slowest detection %s, measured at most %s", name, fmtDur(m), fmtDur(b.max))
 		}
-		if r.NeverSteady > 0 || quantile(r.SteadyAfter, 1) > cfg.ShortWindow {
-			t.Errorf("%s: steady again %s after the leak stopped (%d never), want within the short window", name, fmtDur(quantile(r.SteadyAfter, 1)), r.NeverSteady)
+		if r.NeverSteady() > 0 || quantile(r.SteadyAfter(), 1) > cfg.ShortWindow {
+			t.Errorf("%s: steady again %s after the leak stopped (%d never), want within the short window", name, fmtDur(quantile(r.SteadyAfter(), 1)), r.NeverSteady())
 		}
 		if r.NoLead > 0 || (len(r.Leads) > 0 && quantile(r.Leads, 0) < time.Minute) {
 			t.Errorf("%s: forecast lead before the out-of-memory error %s at the least (%d without), want a minute or more", name, fmtDur(quantile(r.Leads, 0)), r.NoLead)
@@ -191,8 +191,8 @@ func TestStoppedLeakStaysSteady(t *testing.T) {
 		load  bool
 	}{{[]uint64{84, 99}, false}, {[]uint64{42}, true}} {
 		r := sweepLoad(t, "leak_stops", tc.seeds, tc.load)
-		if r.NeverSteady > 0 || len(r.SteadyAfter) != len(tc.seeds) || quantile(r.SteadyAfter, 1) > sw {
-			t.Errorf("leak_stops seeds %v (counts %v): steady %v after the stop (%d alerting at the end), want within %s", tc.seeds, tc.load, r.SteadyAfter, r.NeverSteady, sw)
+		if r.NeverSteady() > 0 || len(r.SteadyAfter()) != len(tc.seeds) || quantile(r.SteadyAfter(), 1) > sw {
+			t.Errorf("leak_stops seeds %v (counts %v): steady %v after the stop (%d alerting at the end), want within %s", tc.seeds, tc.load, r.SteadyAfter(), r.NeverSteady(), sw)
 		}
 	}
 }

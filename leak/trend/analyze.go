@@ -73,12 +73,10 @@ type view struct {
 	// sigLong and sigRecent are sig for envLong's and recent's blocks: their own noise.
 	sigLong, sigRecent float64
 	decel              bool // the long envelope slows down (see decelerates)
-	// stall is how many buckets the level the floors since the warm-up hold has stood
-	// within sig of where it is known to stand, gap the longest it stood still before
-	// (see lastRise): a rise that has stood still longer than it ever did has stopped.
-	stall, gap int64
-	// stallRest and gapRest are the same over the floors at rest (atRestLong's).
-	stallRest, gapRest int64
+	// still and stillRest: how the floors since the warm-up, and the floors at rest
+	// (atRestLong's), have stood still (see lastRise); only where a long-window line at
+	// MinRate or more can use them (see standstill.stopped).
+	still, stillRest standstill
 	// envLong, recent and decel are only computed once the slow rule could apply.
 	longSpan int64 // buckets between the oldest and newest floor in the long window
 
@@ -316,7 +314,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		}
 		if v.envLong.ok && v.envLong.slope/b >= e.cfg.MinRate {
 			// Only where the slow rule's test of floors that stopped applies (see track).
-			v.stall, v.gap = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
+			v.still = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
 		}
 		if v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
 			v.decel = sc.decelerates(ex, ey)
@@ -434,7 +432,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			if v.atRestLong.ok && v.atRestLong.slope/e.cfg.Bucket.Seconds() >= e.cfg.MinRate {
 				// The same reading of what the floors at rest hold (restFit left them in
 				// rx, ry): a load that climbs lifts the others, not these.
-				v.stallRest, v.gapRest = lastRise(sc.rx, sc.ry, grow(&sc.held, len(sc.rx)), v.sig, heldFor(ns))
+				v.stillRest = lastRise(sc.rx, sc.ry, grow(&sc.held, len(sc.rx)), v.sig, heldFor(ns))
 			}
 		}
 	}
@@ -1002,6 +1000,23 @@ func blocks(xs, ys []float64, maxPoints int64, bxBuf, byBuf *[]float64) ([]float
 // bucket, then four).
 func heldFor(ns int64) int64 { return max(ns/4, 1) }
 
+// standstill is how a series' floors have stood still (see lastRise): stall, the
+// buckets the level they hold has stood within sig of where it is known to stand; gap,
+// the longest it stood still before, between two rises.
+type standstill struct{ stall, gap int64 }
+
+// stopped says whether a long-window line f (slope per bucket) through those floors is
+// the past of a rise that has stopped: it rises at minRate (bytes per bucket) or more,
+// a pace the short window resolves, and the floors have stood still for longer than
+// twice their longest pause, twice what f's own pace takes to rise by sig, and
+// fastBuckets. Below minRate a stop is not told from the noise within a short window.
+func (s standstill) stopped(f fitResult, sig, minRate float64) bool {
+	if !f.ok || f.slope < minRate {
+		return false
+	}
+	return s.stall > max(2*s.gap, fastBuckets, int64(math.Ceil(2*sig/f.slope)))
+}
+
 // lastRise reads what the floors (x, y) have held: at each bucket the least floor from
 // it to the newest, which memory given back later (a burst, a collector's garbage)
 // does not lift and a leak lifts for good. The floors of the newest recent buckets
@@ -1015,14 +1030,14 @@ func heldFor(ns int64) int64 { return max(ns/4, 1) }
 // (the quiet stretch before an onset) is not one of the rise's. x may skip buckets
 // (the floors at rest are sparse: a stretch without one proves nothing, and does not
 // count as standing still); held is scratch of len(y).
-func lastRise(x, y, held []float64, tol float64, recent int64) (stall, gap int64) {
+func lastRise(x, y, held []float64, tol float64, recent int64) standstill {
 	n := len(x)
 	now := n - 1
 	for now >= 0 && x[now] > x[n-1]-float64(recent) {
 		now--
 	}
 	if now < 0 {
-		return 0, 0
+		return standstill{}
 	}
 	held[n-1] = y[n-1]
 	for i := n - 2; i >= 0; i-- {
@@ -1032,6 +1047,7 @@ func lastRise(x, y, held []float64, tol float64, recent int64) (stall, gap int64
 	for k > 0 && held[k-1] >= held[now]-tol {
 		k--
 	}
+	var gap int64
 	level, last, seen := held[0], x[0], false
 	for i := 1; i < k; i++ {
 		if held[i] > level+tol {
@@ -1044,7 +1060,7 @@ func lastRise(x, y, held []float64, tol float64, recent int64) (stall, gap int64
 	if seen {
 		gap = max(gap, int64(x[k]-last))
 	}
-	return int64(x[now] - x[k]), gap
+	return standstill{stall: int64(x[now] - x[k]), gap: gap}
 }
 
 // decelerates reports whether the newer half of (x, y) rises at less than half the pace

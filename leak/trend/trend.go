@@ -949,34 +949,23 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	slowLine := func(f fitResult, sig, rate, fit float64) bool {
 		return longOK && f.ok && f.slope/b >= rate && f.r2 >= fit && f.rise >= sig
 	}
-	// stopped: a long-window pace the short window resolves (MinRate or more) whose
-	// floors have held their level (within sig) for longer than twice the longest they
-	// held one before, up to the newest buckets, not yet held (see lastRise): the growth
-	// stopped, and the long window's line is its past. Without this a leak the short
-	// rule let go as it stopped was taken up again by this rule within minutes and held
-	// for some 17 more (leak_stops: 44 of 100 alerted again, up to 21 minutes after
-	// the stop), where a staircase of rare steps waits between them as long as it ever
-	// did. Below MinRate a stop cannot be told from the noise within a short window,
-	// and the newest quarter decides as before.
-	// The same for the line through the floors at rest (the slow rule where the idle
-	// moments were lost), read on those floors, which a load's climb does not lift: a
-	// leak that stopped under such traffic was taken up again and again for 40 minutes
-	// after its stop (vram_eval -load, leak_stops seed 42). Read on all the floors it
-	// let a leak under a day's traffic go and come back (load_diurnal_leak -load: 4
-	// seeds alerted again, 4 were flagged up to 5.5 minutes later).
-	// The wait is at least twice what the line's own pace takes to rise by sig: over
-	// a short span since the warm-up the floors may have risen too few times for their
-	// longest wait to say (the H200 leak under a load climb, h200_r8_load_climb_leak,
-	// let go 20 s after it paged while it still rose 20 MiB/min).
-	stoppedOn := func(f fitResult, stall, gap int64) bool {
-		if !f.ok || f.slope/b < cfg.MinRate {
-			return false
-		}
-		wait := max(2*gap, fastBuckets, int64(math.Ceil(2*v.sig/f.slope)))
-		return stall > wait
-	}
-	stopped := stoppedOn(v.envLong, v.stall, v.gap)
-	stoppedRest := stoppedOn(v.atRestLong, v.stallRest, v.gapRest)
+	// stopped: the long window's line is the past of a rise whose floors have stopped
+	// (see standstill.stopped). Without this a leak the short rule let go as it
+	// stopped was taken up again by this rule within minutes and held for some 17 more
+	// (leak_stops: 44 of 100 alerted again, up to 21 minutes after the stop), where a
+	// staircase of rare steps waits between them as long as it ever did. Below MinRate
+	// the newest quarter decides as before. stoppedRest: the same for the line through
+	// the floors at rest (the slow rule where the idle moments were lost), read on those
+	// floors, which a load's climb does not lift: a leak that stopped under such traffic
+	// was taken up again and again for 40 minutes after its stop (vram_eval -load,
+	// leak_stops seed 42); read on all the floors it let a leak under a day's traffic go
+	// and come back (load_diurnal_leak -load: 4 seeds alerted again, 4 were flagged up
+	// to 5.5 minutes later). The pace term: over a short span since the warm-up the
+	// floors may have risen too few times for their longest pause to say (the H200 leak
+	// under a load climb, h200_r8_load_climb_leak, was let go 20 s after it paged while
+	// it still rose 20 MiB/min).
+	stopped := v.still.stopped(v.envLong, v.sig, cfg.MinRate*b)
+	stoppedRest := v.stillRest.stopped(v.atRestLong, v.sig, cfg.MinRate*b)
 	slowOK := func(rate, fit float64) bool {
 		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2 && !stopped
 	}
