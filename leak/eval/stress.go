@@ -217,5 +217,70 @@ func Stress() []Class {
 				s.Steps = append(s.Steps, Step{At: t + minutes(uniform(r, 1, 5)) + time.Duration(load*float64(time.Second)), Size: -w, Col: ColAllocated})
 			}
 		})
+	// Round 18's probes, never tuned on. Python's collector is generational: young
+	// collections every minute or few free most of the garbage that is young, the gen-2
+	// collection every 6–14 min what survived them, so the troughs climb in small steps
+	// within each major cycle and drop at its end.
+	generational := func(r *rand.Rand, s *Spec) {
+		rate, kept := uniform(r, 5, 60), uniform(r, 0.1, 0.5)
+		var old float64 // garbage that survived the young collections since the last full one
+		young := 0.0
+		minor, major := minutes(uniform(r, 1, 3)), minutes(uniform(r, 6, 14))
+		const tick = 10 * time.Second
+		for t := tick; t < s.Duration; t += tick {
+			g := rate * tick.Minutes() * uniform(r, 0.5, 1.5)
+			s.Steps = append(s.Steps, Step{At: t, Size: g, Col: ColAllocated})
+			young += g
+			switch {
+			case t >= major:
+				s.Steps = append(s.Steps, Step{At: t, Size: -(old + young), Col: ColAllocated})
+				old, young = 0, 0
+				major, minor = t+minutes(uniform(r, 6, 14)), t+minutes(uniform(r, 1, 3))
+			case t >= minor:
+				s.Steps = append(s.Steps, Step{At: t, Size: -young * (1 - kept), Col: ColAllocated})
+				old, young = old+young*kept, 0
+				minor = t + minutes(uniform(r, 1, 3))
+			}
+		}
+	}
+	add("gc_generational", "garbage of 5–60 MiB/min; young collections every 1–3 min free 50–90 % of it, a full one every 6–14 min the rest", false, generational)
+	add("gc_generational_leak", "the same over a leak of 1–20 MiB/min from minute 30–60", true, withLeak(generational, 1, 20, 30, 60))
+	// A periodic evaluation or checkpoint inside the serving process: every 20–60 min it
+	// holds 0.5–8 GiB for 1–5 min, taken in 5–30 s, and frees it.
+	add("periodic_spikes", "every 20–60 min 0.5–8 GiB held for 1–5 min (taken in 5–30 s), then freed", false,
+		func(r *rand.Rand, s *Spec) {
+			for t := minutes(uniform(r, 15, 40)); t < s.Duration; t += minutes(uniform(r, 20, 60)) {
+				size, take := uniform(r, 512, 8192), uniform(r, 5, 30)
+				for i := range 4 {
+					s.Steps = append(s.Steps, Step{At: t + time.Duration(float64(i)/4*take*float64(time.Second)), Size: size / 4, Col: ColAllocated})
+				}
+				s.Steps = append(s.Steps, Step{At: t + minutes(uniform(r, 1, 5)), Size: -size, Col: ColAllocated})
+			}
+		})
+	// Garbage that comes with some requests, in heavy-tailed lumps, and goes at the
+	// collection every 6–14 min: ramps of uneven steps.
+	lumpy := func(r *rand.Rand, s *Spec) {
+		rate := uniform(r, 5, 60)
+		at := gcTimes(r, 6, 14, s.Duration)
+		var held float64
+		next := 0
+		for t := time.Duration(0); t < s.Duration; {
+			mean := 12.0 // MiB, a lump's mean: Pareto α 1.5 from 4 MiB
+			lump := math.Min(4/math.Pow(1-r.Float64(), 1/1.5), 200)
+			t += time.Duration(r.ExpFloat64() * mean / rate * float64(time.Minute))
+			for next < len(at) && at[next] <= t {
+				s.Steps = append(s.Steps, Step{At: at[next], Size: -held, Col: ColAllocated})
+				held = 0
+				next++
+			}
+			if t >= s.Duration {
+				break
+			}
+			s.Steps = append(s.Steps, Step{At: t, Size: lump, Col: ColAllocated})
+			held += lump
+		}
+	}
+	add("gc_lumpy", "garbage in lumps of 4–200 MiB (Pareto) at random moments, 5–60 MiB/min on average, freed every 6–14 min", false, lumpy)
+	add("gc_lumpy_leak", "the same over a leak of 1–20 MiB/min from minute 30–60", true, withLeak(lumpy, 1, 20, 30, 60))
 	return out
 }
