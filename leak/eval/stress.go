@@ -74,6 +74,11 @@ func Stress() []Class {
 			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
 			leakFor(100, 1000, 30, 60, 30*time.Minute)(r, s)
 		})
+	add("gc_sawtooth_leak_stops", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) over a leak of 2–30 MiB/min that stops after 20–60 min", true,
+		func(r *rand.Rand, s *Spec) {
+			stops(2, 30, 20, 60)(r, s)
+			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
+		})
 	add("saturated_long", "1–3 bursts of 8–20 min, the server never idle, the floor up 0.5–12 GiB with load and back", false,
 		func(r *rand.Rand, s *Spec) {
 			for i := range 1 + r.IntN(3) {

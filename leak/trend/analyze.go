@@ -124,6 +124,9 @@ type view struct {
 	// 0 → 6 false verdicts.)
 	floor float64
 	fell  bool
+	// troughs: what the collections of the series' sawtooth came back to (see
+	// risingTroughs); not for NVML's coarse used.
+	troughs troughRise
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -220,6 +223,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// the leak's pace, and must not excuse the leak (see fastRule).
 	back, backLow, lowest := 0.0, 0.0, math.Inf(1)
 	var saw sawCycles
+	sc.tr = sc.tr[:0]
 	for j := 1; j < n; j++ {
 		hi, top := math.Inf(-1), 0
 		k := j - 1
@@ -238,11 +242,16 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 					backLow = math.Max(backLow, pace)
 				}
 				lowest = math.Min(lowest, ps[k])
-				saw.add(j, k, top, xs, ps)
+				if saw.add(j, k, top, xs, ps) {
+					sc.tr = noteTrough(sc.tr, j, xs, ps)
+				}
 			}
 		}
 	}
 	v.sawRamp, v.floor = saw.ramp(xs, ps, v.sig), ps[n-1]
+	if !coarse {
+		v.troughs = risingTroughs(sc.tr, xs, ps, v.sig, float64(since-h.last), &saw)
+	}
 	for i := n - 1; saw.hi > 0 && i > 0 && xs[i] > -float64(ns) && !v.fell; i-- {
 		v.fell = fs[i] < fs[i-1]-v.sig
 	}
@@ -1141,10 +1150,10 @@ const sawReach = 8
 // first request (the model alone, 40 MiB below the trough of every cycle after on the
 // H200 run, gpu-e2e phase 3), which would read as a steeper first ramp and a lower
 // level than any trough since.
-func (s *sawCycles) add(j, k, top int, xs, ps []float64) {
+func (s *sawCycles) add(j, k, top int, xs, ps []float64) bool {
 	height, length := ps[top]-ps[j], xs[top]-xs[k]
 	if xs[j]-xs[top] > 2 || length <= roomyBuckets {
-		return
+		return false
 	}
 	pace := height / length
 	if s.hi == 0 {
@@ -1154,6 +1163,7 @@ func (s *sawCycles) add(j, k, top int, xs, ps []float64) {
 	s.lo, s.hi = math.Min(s.lo, pace), math.Max(s.hi, pace)
 	s.top, s.long = math.Max(s.top, height), math.Max(s.long, length)
 	s.level = math.Min(s.level, ps[j])
+	return true
 }
 
 // ramp says whether the newest floors are the next ramp of the sawtooth: the troughs
@@ -1208,4 +1218,101 @@ func (e *Engine) ownNoise(f fitResult, ys []float64, sigma float64) (fitResult, 
 // MinRate over a short window.
 func (e *Engine) sigOf(sigma float64) float64 {
 	return math.Max(4*sigma, e.cfg.MinRate*e.cfg.ShortWindow.Seconds())
+}
+
+// trough is where one of a collector's cycles came back to: the least floor within two
+// buckets of its drop (a drop shows over two, the point fitted being the lesser of two
+// floors), at index i of the long window's floors.
+type trough struct {
+	x, y float64
+	i    int
+}
+
+// noteTrough records the trough of the cycle that came back at ps[j] (see sawCycles.add):
+// one drop may register on two consecutive floors, which are one collection.
+func noteTrough(tr []trough, j int, xs, ps []float64) []trough {
+	t := trough{x: xs[j], y: ps[j], i: j}
+	for i := j + 1; i < len(xs) && xs[i]-xs[j] <= 2; i++ {
+		if ps[i] < t.y {
+			t = trough{x: xs[i], y: ps[i], i: i}
+		}
+	}
+	if m := len(tr); m > 0 && tr[m-1].x >= xs[j]-2 {
+		if t.y < tr[m-1].y {
+			tr[m-1] = t
+		}
+		return tr
+	}
+	return append(tr, t)
+}
+
+// troughRise is what a collector's troughs say of the memory that stays: a leak under a
+// sawtooth lifts the floor every collection comes back to, garbage does not.
+type troughRise struct {
+	rising bool // the newest three troughs each rose by sig over the one before
+	// held: the newest rose by sig/2 over the one before (growth goes on); stopped: it
+	// did not, and the memory that stays has not grown over the last cycle.
+	held, stopped bool
+	// halted: stopped since a rise by sig, with every trough after it no higher than
+	// the one before (the rules that read the lagging envelope or the long window must
+	// not take up the rise they still hold).
+	halted bool
+	slope  float64 // bytes per bucket, over the rise read
+}
+
+// risingTroughs reads the newest troughs of a collector's sawtooth (oldest first), each
+// where the floor stayed from then on (kept, below): rising when the newest three each
+// rose above the one before by sig, the two newest since the warm-up (x ≥ since); held
+// when the newest two still rise by sig/2, stopped when they do not.
+func risingTroughs(tr []trough, xs, ps []float64, sig, since float64, saw *sawCycles) troughRise {
+	m, n := len(tr), len(xs)
+	// The troughs read are stale where, since the newest, the floor fell by sig with no
+	// cycle registered (collections go on that come back higher than the ramp before
+	// reaches back to: a leak steeper than the garbage lifts each trough above it), or
+	// rose more than steadyRise times higher or longer than any ramp the sawtooth gave
+	// back (a leak steeper still, whose collections do not even fall: a 600 MiB/min leak
+	// under 5–60 MiB/min of garbage, vram_eval -stress x_gc_sawtooth_fast_leak seed 17).
+	if m == 0 || saw.drop > tr[m-1].i+2 || ps[n-1]-tr[m-1].y > steadyRise*saw.top || xs[n-1]-tr[m-1].x > steadyRise*saw.long {
+		return troughRise{}
+	}
+	// The newest trough two buckets old at least: a drop still under way shows on two
+	// floors, the lower one not yet closed. Until then the troughs before it say.
+	if m > 0 && xs[len(xs)-1]-tr[m-1].x < 2 {
+		m--
+	}
+	if m < 2 {
+		return troughRise{}
+	}
+	// A collection the cycles did not register (one whose drop came more than two
+	// buckets after its top) that went lower is a trough too, and the rise is not one.
+	kept := func(t trough) bool {
+		for i := t.i + 1; i < len(ps); i++ {
+			if ps[i] < t.y-sig/2 {
+				return false
+			}
+		}
+		return true
+	}
+	t3, t2 := tr[m-1], tr[m-2]
+	if !kept(t3) || !kept(t2) {
+		return troughRise{}
+	}
+	up := t3.y - t2.y
+	r := troughRise{held: up >= sig/2, stopped: up < sig/2, slope: up / (t3.x - t2.x)}
+	if m >= 3 {
+		t1 := tr[m-3]
+		r.rising = t2.x >= since && up >= sig && t2.y-t1.y >= sig && kept(t1)
+		if r.rising {
+			r.slope = (t3.y - t1.y) / (t3.x - t1.x)
+		}
+	}
+	// Halted: the newest troughs came back no higher than the one before them, each, since
+	// one that rose by sig: a rise that stopped, however many collections ago.
+	for k := m - 1; r.stopped && k >= 1 && kept(tr[k-1]); k-- {
+		if d := tr[k].y - tr[k-1].y; d >= sig/2 {
+			r.halted = d >= sig
+			break
+		}
+	}
+	return r
 }

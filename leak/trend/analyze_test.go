@@ -2,6 +2,7 @@ package trend
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -49,5 +50,64 @@ func TestSlowingFromBeforeFoot(t *testing.T) {
 				t.Errorf("leak of %v MiB a bucket from bucket %d: slowing", rate, onset)
 			}
 		}
+	}
+}
+
+// TestRisingTroughs: the troughs of a collector's sawtooth say the memory that stays rose
+// only where the floor stayed at or above each of them from then on, and not on a drop
+// still under way.
+func TestRisingTroughs(t *testing.T) {
+	const sig = 10.0
+	// Floors of three cycles whose troughs (indices 5, 12, 19) rise by 20 each, and the
+	// ramp after the newest.
+	ps := []float64{100, 110, 120, 130, 140, 100, 110, 120, 130, 140, 150, 160, 120, 130, 140, 150, 160, 170, 180, 140, 150, 160}
+	xs := make([]float64, len(ps))
+	for i := range xs {
+		xs[i] = float64(i - len(ps) + 1)
+	}
+	tr := []trough{{xs[5], 100, 5}, {xs[12], 120, 12}, {xs[19], 140, 19}}
+	saw := &sawCycles{drop: 19, top: 40, long: 7} // ramps of 40 over 6–7 buckets
+	r := risingTroughs(tr, xs, ps, sig, xs[0], saw)
+	if !r.rising || !r.held || r.stopped || r.halted {
+		t.Fatalf("three troughs rising by 2 sig: %+v, want rising and held", r)
+	}
+	if want := 40.0 / 14; math.Abs(r.slope-want) > 1e-9 {
+		t.Errorf("slope %g per bucket, want %g (from the oldest trough to the newest)", r.slope, want)
+	}
+	// A collection the cycles did not register, back below the oldest trough: the rise
+	// from it is not one; the newest two still rise.
+	low := slices.Clone(ps)
+	low[9] = 80
+	if r := risingTroughs(tr, xs, low, sig, xs[0], saw); r.rising || !r.held {
+		t.Errorf("a floor below the oldest trough after it: %+v, want held, not rising", r)
+	}
+	// Below the middle one after it: the troughs say nothing.
+	low = slices.Clone(ps)
+	low[15] = 105
+	if r := risingTroughs(tr, xs, low, sig, xs[0], saw); r != (troughRise{}) {
+		t.Errorf("a floor below the middle trough after it: %+v, want nothing read", r)
+	}
+	// The newest trough one bucket old: a drop still under way; the two before say.
+	if r := risingTroughs(tr, xs[:20], ps[:20], sig, xs[0], saw); r.rising || !r.held {
+		t.Errorf("the newest trough one bucket old: %+v, want held on the two before, not rising", r)
+	}
+	// The newest collection back no higher than the one before, after a rise by sig.
+	flat := []trough{{xs[5], 100, 5}, {xs[12], 120, 12}, {xs[19], 124, 19}}
+	if r := risingTroughs(flat, xs, ps, sig, xs[0], saw); r.rising || r.held || !r.stopped || !r.halted {
+		t.Errorf("a trough 4 above the one before, after a rise of 20: %+v, want stopped and halted", r)
+	}
+	// A fall by sig after the newest trough that no cycle registered: stale.
+	if r := risingTroughs(tr[:2], xs, ps, sig, xs[0], &sawCycles{drop: 19, top: 40, long: 7}); r != (troughRise{}) {
+		t.Errorf("a fall after the newest trough: %+v, want nothing read", r)
+	}
+	// The floor since the newest trough risen more than twice the highest ramp: stale.
+	steep := slices.Clone(ps)
+	steep[21] = 140 + 81
+	if r := risingTroughs(tr, xs, steep, sig, xs[0], saw); r != (troughRise{}) {
+		t.Errorf("a ramp more than twice the highest since the newest trough: %+v, want nothing read", r)
+	}
+	// The rise began before the warm-up's end.
+	if r := risingTroughs(tr, xs, ps, sig, xs[13], saw); r.rising {
+		t.Errorf("the middle trough before since: %+v, want not rising", r)
 	}
 }

@@ -12,17 +12,28 @@ import (
 // The load variant's client counts its requests in flight, at rest every other sample.
 func BenchmarkObserve(b *testing.B) {
 	for _, c := range []struct {
-		n    int
-		load bool
-	}{{1, false}, {1000, false}, {1000, true}} {
+		n         int
+		load, saw bool
+	}{{1, false, false}, {1000, false, false}, {1000, true, false}, {1000, false, true}} {
 		n := c.n
 		name := fmt.Sprintf("series=%d", n)
 		if c.load {
 			name += "/load"
 		}
+		if c.saw {
+			name += "/sawtooth"
+		}
 		sample := func(k Key, r int) Sample {
 			s := sample(k, r)
 			s.InFlight, s.HasInFlight = uint32(r%2), c.load
+			if c.saw {
+				// A collector's sawtooth: 30 MiB/min of garbage freed every 10 minutes,
+				// whose troughs the analysis reads at every bucket close.
+				g := float64(r%600) / 60 * 30 * (1 << 20)
+				s.Allocated += g
+				s.Reserved += g
+				s.Used += g
+			}
 			return s
 		}
 		b.Run(name, func(b *testing.B) {

@@ -360,6 +360,7 @@ const (
 	ruleShort
 	ruleFast
 	ruleSlow
+	ruleTrough
 )
 
 // growState is one column's growth: which rule started it, when, and at what slope.
@@ -463,6 +464,7 @@ type analysisScratch struct {
 	scratch
 	x, p, f, d, env, bx, by, jx, jy, held []float64
 	dq                                    []int
+	tr                                    []trough
 }
 
 // NewEngine validates cfg and returns an empty engine.
@@ -1016,10 +1018,20 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			}
 		case ruleSlow:
 			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2) && !stoppedRest)
+		case ruleTrough:
+			// Kept while the newest collection still came back higher (see
+			// risingTroughs), or the judged window has caught up with the rise, until a
+			// collection comes back no higher.
+			keep = v.troughs.held || (keep && !v.troughs.stopped)
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
 			keep = keep && !v.slowing
+			// Under a collector's sawtooth, the judged window's envelope lags a cycle or
+			// more: once a collection came back no higher than the one before, after
+			// one that rose by sig, the memory that stays stopped growing (see
+			// risingTroughs).
+			keep = keep && !v.troughs.halted
 			// One found on the floors at rest is kept while they show it.
 			keep = keep || (g.rest && relaxedOn(v.atRest))
 		}
@@ -1036,6 +1048,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		switch {
 		case v.cont && g.rule == ruleFast:
 			g.slope = math.Max(v.fastRate, v.judge.slope/b)
+		case g.rule == ruleTrough && v.troughs.held:
+			g.slope, g.fit = v.troughs.slope/b, 1
 		case g.rest && relaxedOn(v.atRest):
 			// Found on the floors at rest: the others are load in flight.
 			g.slope, g.fit = v.atRest.slope/b, v.atRest.r2
@@ -1057,7 +1071,12 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	atRest := e.qualifies(v.atRest)
 	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedRest
 	held := v.idleLost && !filling && !atRest
-	shortOK, halfOK := shortRise && !held && !saw, halfRise && !held && !saw
+	// Nor where the newest collection came back no higher than the one before, after one
+	// that rose by sig (see risingTroughs): the envelope under a sawtooth lags the memory
+	// that stays. Not on any flat pair: a leak too slow to lift a trough by sig/2 in a
+	// cycle shows such pairs all along (x_gc_sawtooth_wide_leak seed 11, 2.36 MiB/min,
+	// flagged 32 minutes later).
+	shortOK, halfOK := shortRise && !held && !saw && !v.troughs.halted, halfRise && !held && !saw && !v.troughs.halted
 	// A rise clear of load by the client's counts is not for a young process (see
 	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
 	// for minutes.
@@ -1086,11 +1105,21 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
+	case v.troughs.rising && v.troughs.slope/b >= cfg.MinRate && !held:
+		// Under a collector's sawtooth the judged window is three envelope widths, and
+		// its robust line turns only once the leak holds more than half of it: a leak
+		// of 1–20 MiB/min under the sawtooth was flagged 32 minutes after its
+		// onset (median, gc_sawtooth_rising_floor). Each collection comes back to the
+		// memory that stays, so two troughs in a row each higher than the one before
+		// by more than the noise, where the floor stayed from then on, are the leak
+		// (see risingTroughs): 20 minutes, no false verdict more on any class, built
+		// or outside the built ranges (docs/leak-detection.md, round 18).
+		*g = growState{rule: ruleTrough, since: now, slope: v.troughs.slope / b, fit: 1}
 	case v.idleLost && atRest && !filling && !v.slowing:
 		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
 		// the client does not count its requests, exactFit infers them).
 		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
+	case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.troughs.halted && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
 		// Not while the traffic is new (fresh, see judge's newTraffic): that is the short
 		// rule's to judge, on probation. The slow rule is for growth that can wait, and
 		// at settings whose long window is under four short windows (short-trace.yml's
@@ -1233,6 +1262,8 @@ func growthReason(what string, g growState, now time.Time) string {
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of more than %d buckets in a row over a quiet floor, beyond what load explains", what, g.slope/MiBPerMinute, roomyBuckets)
 	case g.rule == ruleFast:
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, fast enough to fill the GPU soon", what, g.slope/MiBPerMinute, fastBuckets)
+	case g.rule == ruleTrough:
+		r = fmt.Sprintf("%s rising %.3g MiB/min at the troughs the collector's sawtooth comes back to, each of the last three above the one before by more than the noise", what, g.slope/MiBPerMinute)
 	case g.rule == ruleSlow && g.rest:
 		r = fmt.Sprintf("%s rising %.3g MiB/min across the long window (fit %.2f) at the moments the client reported no request in flight, though the server is otherwise never idle", what, g.slope/MiBPerMinute, g.fit)
 	case g.rule == ruleSlow:

@@ -1804,3 +1804,43 @@ func TestCacheGrowthNotWhileAllocatedRises(t *testing.T) {
 		t.Errorf("no unattributed growth gave allocated's rise:%s", u)
 	}
 }
+
+// TestSawtoothTroughsRise: a leak under a collector's sawtooth is flagged once two
+// collections in a row came back higher than the one before, not once the judged
+// window's line (three cycles wide) has turned: the sawtooth with a 5 MiB/min
+// leak from a collection at minute 60 paged 36 minutes after it before (the troughs at
+// 68 and 80 minutes rose 40 and 60 MiB). It stays flagged through the collections that
+// follow, and is steady again once a collection comes back no higher.
+func TestSawtoothTroughsRise(t *testing.T) {
+	garbage := collections(30, 9, 6, 14, 7, 13, 11, 8, 12, 8, 13, 14, 6, 9, 13, 7, 11)
+	onset, stop := 60*time.Minute, 130*time.Minute
+	rising := func(el time.Duration) float64 {
+		return 2048*mib + garbage(el) + 5*mib*math.Max(0, (min(el, stop)-onset).Minutes())
+	}
+	r := scenario{d: 3 * time.Hour, alloc: sawtooth(rising, 200*mib)}.run(t)
+	a := r.alerted(0)
+	if a < onset || a > onset+25*time.Minute {
+		t.Fatalf("the sawtooth over a 5 MiB/min leak from minute 60: first alert at %s, want within 25 minutes of the onset (two collections later):%s", a, r)
+	}
+	if !r.reasonSaid("troughs the collector's sawtooth comes back to") {
+		t.Errorf("no reason named the troughs:%s", r)
+	}
+	var steadyAt time.Duration = -1
+	for _, c := range r.changes {
+		if c.at > a && c.verdict != Leak {
+			if c.at < stop {
+				t.Errorf("verdict %s at %s, before the leak stopped at %s:%s", c.verdict, c.at, stop, r)
+			}
+			steadyAt = c.at
+			break
+		}
+	}
+	// The collections after the stop: 139 and 151 minutes; the second comes back no
+	// higher than the first.
+	if steadyAt < 0 || steadyAt > 155*time.Minute {
+		t.Errorf("steady again at %s, want by the second collection after the stop (151 minutes):%s", steadyAt, r)
+	}
+	if a := r.alerted(steadyAt + time.Second); steadyAt >= 0 && a >= 0 {
+		t.Errorf("alerted again at %s after the stop:%s", a, r)
+	}
+}
