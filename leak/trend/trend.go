@@ -18,7 +18,8 @@
 // MinRate or more with R² of MinFit and at least three new highs; or when its floor has
 // risen in each of the last three buckets at FastRate or more over a quiet floor; or,
 // for very slow leaks, when the long window's envelope rises at SlowRate or more
-// without slowing down. Except near a full GPU, a rise that goes ever slower (a cache
+// without slowing down; or, under a collector's sawtooth, when two collections in a row
+// came back higher than the one before (its troughs: the memory that stays). Except near a full GPU, a rise that goes ever slower (a cache
 // filling to its budget) is not growth; nor is a rise of a process whose samples no
 // longer come back to its floor as they did while it had idle moments (a server never
 // idle any more: its floor is the least load in flight). Growth ends as soon as the
@@ -906,7 +907,7 @@ func (e *Engine) qualifies(f fitResult) bool {
 }
 
 // track updates one column's growth state at a bucket close. Growth starts by one of
-// three rules (see the package comment) and is kept while the rule that started it, or
+// four rules (see the package comment) and is kept while the rule that started it, or
 // the short rule at the hysteresis level (half the rate, R² MinFit − 0.2, no new highs
 // needed), still holds. Nothing keeps growth alive on the long window alone when the
 // judged window has gone flat: a verdict returns to steady within about one short
