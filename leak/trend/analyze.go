@@ -418,7 +418,14 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// told: the client said which of bucket i's samples were at rest (the idle counts
 	// are its own, not inferred), on the column those counts are for.
 	told := func(i int) bool { return c == h.idleCol && h.reportedAt(h.last+int64(xs[i])) }
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi)
+	// going: at rest, the newest bucket's last sample stood above its first by a quarter
+	// of what the fast step puts between them, where the client said which were at rest
+	// and they span half a bucket or more (see fastRule's clearRest).
+	going := true
+	if c == h.idleCol && h.restRiseAt == h.last && h.restSpan >= cfg.Bucket/2 {
+		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
+	}
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -634,7 +641,7 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // gone, that the rise's buckets lost the idle moments of the quiet window, vetoes both.
 // saw is the pace of the steepest ramp of the series' collector's sawtooth, 0 if it
 // showed none (see sawCycles).
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64) (fast bool, rate float64, cont, rigid bool, clear clearance, even, gone bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64, going bool) (fast bool, rate float64, cont, rigid bool, clear clearance, even, gone bool) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -801,7 +808,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	switch {
 	case lifts && n-run > roomyBuckets && fs[n-1]-mx >= load:
 		clear = clearLoad
-	case lifts && envRose && kept:
+	case lifts && envRose && kept && going:
 		clear = clearRest
 	}
 	return true, rate, cont, rigid, clear, even, gone

@@ -67,6 +67,14 @@ type history struct {
 	// idleCol's least value over the samples with none in flight (NaN when none).
 	loadN, loadFresh, restN int
 	restMin                 float64
+	// The current bucket's first and last sample at rest (idleCol), and, once it closes,
+	// how far the last rose above the first and over how long (restRise, restSpan, for
+	// bucket restRiseAt): whether a rise at rest still went on within the newest bucket.
+	restFirstV, restLastV float64
+	restFirstT, restLastT time.Time
+	restRise              float64
+	restSpan              time.Duration
+	restRiseAt            int64
 }
 
 // A sample's load, as the client reported it.
@@ -153,6 +161,7 @@ func (h *history) add(t time.Time, vals []float64, fresh bool, load int) (closed
 		h.curFrom, h.curTo = t, t
 		h.idleT, h.idleV = h.idleT[:0], h.idleV[:0]
 		h.loadN, h.loadFresh, h.restN, h.restMin = 0, 0, 0, math.NaN()
+		h.restFirstT, h.restLastT = time.Time{}, time.Time{}
 	}
 	if t.Before(h.curFrom) {
 		h.curFrom = t
@@ -174,7 +183,7 @@ func (h *history) add(t time.Time, vals []float64, fresh bool, load int) (closed
 			h.idleT, h.idleV = append(h.idleT, t.Sub(h.curFrom).Seconds()), append(h.idleV, v)
 		}
 		if c == h.idleCol && load != loadUnknown {
-			h.addLoad(v, fresh, load == loadIdle)
+			h.addLoad(t, v, fresh, load == loadIdle)
 		}
 	}
 	return closed, ok
@@ -183,13 +192,19 @@ func (h *history) add(t time.Time, vals []float64, fresh bool, load int) (closed
 // addLoad counts a sample of the idle column whose client said whether requests were in
 // flight, and keeps the least of those at rest: the floor a leak grows, where the least
 // of the others is load in flight, often far above it under traffic (see restAt).
-func (h *history) addLoad(v float64, fresh, rest bool) {
+func (h *history) addLoad(t time.Time, v float64, fresh, rest bool) {
 	h.loadN++
 	if fresh {
 		h.loadFresh++
 	}
 	if !rest {
 		return
+	}
+	if h.restFirstT.IsZero() || t.Before(h.restFirstT) {
+		h.restFirstT, h.restFirstV = t, v
+	}
+	if !t.Before(h.restLastT) {
+		h.restLastT, h.restLastV = t, v
 	}
 	if fresh {
 		h.restN++
@@ -330,6 +345,10 @@ func (h *history) close() {
 			h.exact[s] = h.rest[s]
 			h.reported[s], h.restFloor[s] = true, h.restMin
 			h.everRest = h.everRest || !math.IsNaN(h.restMin)
+			h.restRiseAt, h.restSpan, h.restRise = b, 0, 0
+			if !h.restFirstT.IsZero() {
+				h.restSpan, h.restRise = h.restLastT.Sub(h.restFirstT), h.restLastV-h.restFirstV
+			}
 		case n > 0:
 			loose, exact := h.idleRest()
 			h.rest[s], h.exact[s], h.seen[s] = uint8(loose), uint8(exact), uint8(n-1)

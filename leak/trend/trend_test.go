@@ -1844,3 +1844,46 @@ func TestSawtoothTroughsRise(t *testing.T) {
 		t.Errorf("alerted again at %s after the stop:%s", a, r)
 	}
 }
+
+// TestReloadAtRestNotFast: where the client counts its requests, a model's new weights
+// loaded beside the old at rest (6 GiB in 60 s from mid-bucket, both held 3 minutes, the
+// old freed) lift three floors in a row by far more than the fast step, at rest; the
+// third bucket's samples at rest stand still, the load being over, so the roomy fast
+// rule does not take it for a leak (vram_eval -stress -load, x_model_reload: 24 → 13 of
+// 100 one-bucket verdicts). A leak at the same pace, still rising within its newest
+// bucket, pages within two minutes as before.
+func TestReloadAtRestNotFast(t *testing.T) {
+	at := 40*time.Minute + 12*time.Second
+	// Sampled every 2 s, at rest in one sample of three, a request of 200–600 MiB in
+	// flight in the others.
+	tick := func(el time.Duration) int { return int(el / (2 * time.Second)) }
+	load := func(el time.Duration) uint32 {
+		if tick(el)%3 == 0 {
+			return 0
+		}
+		return 1
+	}
+	withRequests := func(f func(time.Duration) float64) func(time.Duration) float64 {
+		return func(el time.Duration) float64 {
+			return f(el) + float64(load(el))*(200+100*float64(tick(el)%5))*mib
+		}
+	}
+	reload := func(el time.Duration) float64 {
+		v := float64(8192 * mib)
+		switch d := el - at; {
+		case d >= 0 && d < time.Minute:
+			v += 6144 * mib * d.Seconds() / 60
+		case d >= time.Minute && d < 4*time.Minute:
+			v += 6144 * mib
+		}
+		return v
+	}
+	sc := roomy(withRequests(reload), 60*time.Minute)
+	sc.every, sc.inFlight = 2*time.Second, load
+	if r := sc.run(t); r.alerted(0) >= 0 {
+		t.Errorf("weights reloaded at rest paged at %s:%s", r.alerted(0), r)
+	}
+	leak := roomy(withRequests(line(8192*mib, 6144*mib, at)), 50*time.Minute)
+	leak.every, leak.inFlight = 2*time.Second, load
+	leak.run(t).pagedWithin(t, at, 0, 2*time.Minute, "")
+}
