@@ -250,7 +250,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	v.sawRamp, v.floor = saw.ramp(xs, ps, v.sig), ps[n-1]
 	if !coarse {
-		v.troughs = risingTroughs(sc.tr, xs, ps, v.sig, float64(since-h.last), &saw)
+		v.troughs = risingTroughs(sc.tr, xs, ps, grow(&sc.held, n), v.sig, float64(since-h.last), &saw)
 	}
 	for i := n - 1; saw.hi > 0 && i > 0 && xs[i] > -float64(ns) && !v.fell; i-- {
 		v.fell = fs[i] < fs[i-1]-v.sig
@@ -422,7 +422,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// of what the fast step puts between them, where the client said which were at rest
 	// and they span half a bucket or more (see fastRule's clearRest).
 	going := true
-	if c == h.idleCol && h.restRiseAt == h.last && h.restSpan >= cfg.Bucket/2 {
+	if c == h.idleCol && h.restSpan >= cfg.Bucket/2 {
 		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
 	}
 	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
@@ -1256,10 +1256,9 @@ func noteTrough(tr []trough, j int, xs, ps []float64) []trough {
 // troughRise is what a collector's troughs say of the memory that stays: a leak under a
 // sawtooth lifts the floor every collection comes back to, garbage does not.
 type troughRise struct {
+	read   bool // the troughs speak for the present (see risingTroughs)
 	rising bool // the newest three troughs each rose by sig over the one before
-	// held: the newest rose by sig/2 over the one before (growth goes on); stopped: it
-	// did not, and the memory that stays has not grown over the last cycle.
-	held, stopped bool
+	held   bool // the newest rose by sig/2 over the one before (growth goes on)
 	// halted: stopped since a rise by sig, with every trough after it no higher than
 	// the one before (the rules that read the lagging envelope or the long window must
 	// not take up the rise they still hold).
@@ -1267,11 +1266,15 @@ type troughRise struct {
 	slope  float64 // bytes per bucket, over the rise read
 }
 
+// stopped: the newest trough came back no higher than the one before (by sig/2): the
+// memory that stays has not grown over the last cycle.
+func (r troughRise) stopped() bool { return r.read && !r.held }
+
 // risingTroughs reads the newest troughs of a collector's sawtooth (oldest first), each
 // where the floor stayed from then on (kept, below): rising when the newest three each
 // rose above the one before by sig, the two newest since the warm-up (x ≥ since); held
-// when the newest two still rise by sig/2, stopped when they do not.
-func risingTroughs(tr []trough, xs, ps []float64, sig, since float64, saw *sawCycles) troughRise {
+// when the newest two still rise by sig/2. held is scratch of len(ps).
+func risingTroughs(tr []trough, xs, ps, held []float64, sig, since float64, saw *sawCycles) troughRise {
 	m, n := len(tr), len(xs)
 	// The troughs read are stale where, since the newest, the floor fell by sig with no
 	// cycle registered (collections go on that come back higher than the ramp before
@@ -1284,28 +1287,27 @@ func risingTroughs(tr []trough, xs, ps []float64, sig, since float64, saw *sawCy
 	}
 	// The newest trough two buckets old at least: a drop still under way shows on two
 	// floors, the lower one not yet closed. Until then the troughs before it say.
-	if m > 0 && xs[len(xs)-1]-tr[m-1].x < 2 {
+	if xs[n-1]-tr[m-1].x < 2 {
 		m--
 	}
 	if m < 2 {
 		return troughRise{}
 	}
-	// A collection the cycles did not register (one whose drop came more than two
-	// buckets after its top) that went lower is a trough too, and the rise is not one.
-	kept := func(t trough) bool {
-		for i := t.i + 1; i < len(ps); i++ {
-			if ps[i] < t.y-sig/2 {
-				return false
-			}
-		}
-		return true
+	// Kept: no floor after the trough fell back below it by sig/2. A collection the
+	// cycles did not register (one whose drop came more than two buckets after its
+	// top) that went lower is a trough too, and the rise is not one. Read on the
+	// floors' suffix minimum, from the oldest trough read on.
+	held[n-1] = math.Inf(1)
+	for i := n - 2; i >= tr[0].i; i-- {
+		held[i] = math.Min(ps[i+1], held[i+1])
 	}
+	kept := func(t trough) bool { return held[t.i] >= t.y-sig/2 }
 	t3, t2 := tr[m-1], tr[m-2]
 	if !kept(t3) || !kept(t2) {
 		return troughRise{}
 	}
 	up := t3.y - t2.y
-	r := troughRise{held: up >= sig/2, stopped: up < sig/2, slope: up / (t3.x - t2.x)}
+	r := troughRise{read: true, held: up >= sig/2, slope: up / (t3.x - t2.x)}
 	if m >= 3 {
 		t1 := tr[m-3]
 		r.rising = t2.x >= since && up >= sig && t2.y-t1.y >= sig && kept(t1)
@@ -1315,7 +1317,7 @@ func risingTroughs(tr []trough, xs, ps []float64, sig, since float64, saw *sawCy
 	}
 	// Halted: the newest troughs came back no higher than the one before them, each, since
 	// one that rose by sig: a rise that stopped, however many collections ago.
-	for k := m - 1; r.stopped && k >= 1 && kept(tr[k-1]); k-- {
+	for k := m - 1; !r.held && k >= 1 && kept(tr[k-1]); k-- {
 		if d := tr[k].y - tr[k-1].y; d >= sig/2 {
 			r.halted = d >= sig
 			break

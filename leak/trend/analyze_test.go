@@ -67,8 +67,8 @@ func TestRisingTroughs(t *testing.T) {
 	}
 	tr := []trough{{xs[5], 100, 5}, {xs[12], 120, 12}, {xs[19], 140, 19}}
 	saw := &sawCycles{drop: 19, top: 40, long: 7} // ramps of 40 over 6–7 buckets
-	r := risingTroughs(tr, xs, ps, sig, xs[0], saw)
-	if !r.rising || !r.held || r.stopped || r.halted {
+	r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[0], saw)
+	if !r.rising || !r.held || r.stopped() || r.halted {
 		t.Fatalf("three troughs rising by 2 sig: %+v, want rising and held", r)
 	}
 	if want := 40.0 / 14; math.Abs(r.slope-want) > 1e-9 {
@@ -78,36 +78,36 @@ func TestRisingTroughs(t *testing.T) {
 	// from it is not one; the newest two still rise.
 	low := slices.Clone(ps)
 	low[9] = 80
-	if r := risingTroughs(tr, xs, low, sig, xs[0], saw); r.rising || !r.held {
+	if r := risingTroughs(tr, xs, low, make([]float64, len(xs)), sig, xs[0], saw); r.rising || !r.held {
 		t.Errorf("a floor below the oldest trough after it: %+v, want held, not rising", r)
 	}
 	// Below the middle one after it: the troughs say nothing.
 	low = slices.Clone(ps)
 	low[15] = 105
-	if r := risingTroughs(tr, xs, low, sig, xs[0], saw); r != (troughRise{}) {
+	if r := risingTroughs(tr, xs, low, make([]float64, len(xs)), sig, xs[0], saw); r != (troughRise{}) {
 		t.Errorf("a floor below the middle trough after it: %+v, want nothing read", r)
 	}
 	// The newest trough one bucket old: a drop still under way; the two before say.
-	if r := risingTroughs(tr, xs[:20], ps[:20], sig, xs[0], saw); r.rising || !r.held {
+	if r := risingTroughs(tr, xs[:20], ps[:20], make([]float64, len(xs[:20])), sig, xs[0], saw); r.rising || !r.held {
 		t.Errorf("the newest trough one bucket old: %+v, want held on the two before, not rising", r)
 	}
 	// The newest collection back no higher than the one before, after a rise by sig.
 	flat := []trough{{xs[5], 100, 5}, {xs[12], 120, 12}, {xs[19], 124, 19}}
-	if r := risingTroughs(flat, xs, ps, sig, xs[0], saw); r.rising || r.held || !r.stopped || !r.halted {
+	if r := risingTroughs(flat, xs, ps, make([]float64, len(xs)), sig, xs[0], saw); r.rising || r.held || !r.stopped() || !r.halted {
 		t.Errorf("a trough 4 above the one before, after a rise of 20: %+v, want stopped and halted", r)
 	}
 	// A fall by sig after the newest trough that no cycle registered: stale.
-	if r := risingTroughs(tr[:2], xs, ps, sig, xs[0], &sawCycles{drop: 19, top: 40, long: 7}); r != (troughRise{}) {
+	if r := risingTroughs(tr[:2], xs, ps, make([]float64, len(xs)), sig, xs[0], &sawCycles{drop: 19, top: 40, long: 7}); r != (troughRise{}) {
 		t.Errorf("a fall after the newest trough: %+v, want nothing read", r)
 	}
 	// The floor since the newest trough risen more than twice the highest ramp: stale.
 	steep := slices.Clone(ps)
 	steep[21] = 140 + 81
-	if r := risingTroughs(tr, xs, steep, sig, xs[0], saw); r != (troughRise{}) {
+	if r := risingTroughs(tr, xs, steep, make([]float64, len(xs)), sig, xs[0], saw); r != (troughRise{}) {
 		t.Errorf("a ramp more than twice the highest since the newest trough: %+v, want nothing read", r)
 	}
 	// The rise began before the warm-up's end.
-	if r := risingTroughs(tr, xs, ps, sig, xs[13], saw); r.rising {
+	if r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[13], saw); r.rising {
 		t.Errorf("the middle trough before since: %+v, want not rising", r)
 	}
 }

@@ -67,14 +67,14 @@ type history struct {
 	// idleCol's least value over the samples with none in flight (NaN when none).
 	loadN, loadFresh, restN int
 	restMin                 float64
-	// The current bucket's first and last sample at rest (idleCol), and, once it closes,
-	// how far the last rose above the first and over how long (restRise, restSpan, for
-	// bucket restRiseAt): whether a rise at rest still went on within the newest bucket.
+	// The current bucket's first and last sample at rest (idleCol), and, for the newest
+	// closed bucket, how far the last rose above the first and over how long (0 where
+	// the client said nothing of its load): whether a rise at rest still went on within
+	// it.
 	restFirstV, restLastV float64
 	restFirstT, restLastT time.Time
 	restRise              float64
 	restSpan              time.Duration
-	restRiseAt            int64
 }
 
 // A sample's load, as the client reported it.
@@ -328,6 +328,7 @@ func (h *history) close() {
 	h.span[ss] = h.curTo.Sub(h.curFrom)
 	if h.idleCol >= 0 {
 		h.rest[s], h.seen[s], h.exact[s] = 0, 0, 0
+		h.restSpan, h.restRise = 0, 0
 		if h.reported != nil {
 			h.reported[s], h.restFloor[s] = false, math.NaN()
 		}
@@ -345,7 +346,6 @@ func (h *history) close() {
 			h.exact[s] = h.rest[s]
 			h.reported[s], h.restFloor[s] = true, h.restMin
 			h.everRest = h.everRest || !math.IsNaN(h.restMin)
-			h.restRiseAt, h.restSpan, h.restRise = b, 0, 0
 			if !h.restFirstT.IsZero() {
 				h.restSpan, h.restRise = h.restLastT.Sub(h.restFirstT), h.restLastV-h.restFirstV
 			}

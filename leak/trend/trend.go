@@ -1023,7 +1023,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// Kept while the newest collection still came back higher (see
 			// risingTroughs), or the judged window has caught up with the rise, until a
 			// collection comes back no higher.
-			keep = v.troughs.held || (keep && !v.troughs.stopped)
+			keep = v.troughs.held || (keep && !v.troughs.stopped())
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
