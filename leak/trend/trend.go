@@ -413,6 +413,21 @@ const probation = 2
 // than FastRate by its own test, so only the short and the roomy fast rules' are steep.
 const youngHold = 0.5
 
+// confirmRoomy is how many buckets the fast rule's run clear of load on a GPU with room
+// (no counts from the client) must be kept before it pages: one. Without the client's
+// counts nothing tells a process's first generation longer than the run (its key-value
+// cache grows as steeply and as rigidly as a leak, and nothing given back before it
+// shows its pace) from a leak's onset, until it ends; where the GPU has room a page can
+// wait a bucket, and one the next bucket takes back was never worth showing. Measured on
+// 100 seeds (docs/leak-detection.md, round 19): long_generation 6 → 0 one-bucket
+// verdicts, x_saturated_long 1 → 0; fast_leak 3m45s → 4m15s median; fast leaks that
+// stop after 3–4 minutes 5 more missed (x_fast_leak_stops 2 → 7 of 100). Not on the
+// urgent rule (the GPU within two short windows of full: 30 s more put 81 more
+// fast_leak_near_full over the 2 minutes and cut the forecast's least lead from
+// 1m16s to 46 s on x_fast_leak_steep_near_full), nor where the client's counts cleared
+// the rise (they see the requests a generation is).
+const confirmRoomy = 1
+
 func (g growState) growing() bool { return g.rule != ruleNone }
 
 type process struct {
@@ -771,6 +786,13 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			// over where it can, see track).
 			if d := time.Duration(youngHold * float64(cfg.ShortWindow)); d > need {
 				need, why = d, "a steep rise in "+young(g.since)+" is more likely a cache filling as traffic first arrives, which slows down"
+			}
+		}
+		if g.rule == ruleFast && g.roomy && !g.rest {
+			// The fast rule's run clear of load on a GPU with room pages once the next
+			// bucket confirms it (see confirmRoomy).
+			if d := confirmRoomy * cfg.Bucket; d > need {
+				need, why = d, "a steep rise on a GPU with room must still be rising at the next bucket's close: a load that ends within it (a long generation's cache) is not a leak"
 			}
 		}
 		if g.early {

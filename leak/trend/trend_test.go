@@ -1887,3 +1887,20 @@ func TestReloadAtRestNotFast(t *testing.T) {
 	leak.every, leak.inFlight = 2*time.Second, load
 	leak.run(t).pagedWithin(t, at, 0, 2*time.Minute, "")
 }
+
+// TestFirstLongGenerationConfirmed: on a roomy GPU the fast rule's run clear of load
+// pages only once the bucket after it confirms the rise: a process's first generation
+// longer than the run (4 minutes at 500 MiB/min, nothing given back before it to compare
+// its pace with) ends within that bucket and stays quiet, where it paged for one bucket
+// before (long_generation: 6 of 100 such verdicts); a leak at the same pace still pages
+// within 5 minutes of its onset.
+func TestFirstLongGenerationConfirmed(t *testing.T) {
+	base := sawtooth(flat(4096*mib), 600*mib)
+	gen := [3]float64{30 + 7.0/60, 4, 500}
+	if r := roomy(generations(base, gen), 45*time.Minute).run(t); r.alerted(0) >= 0 {
+		t.Errorf("a 4-minute generation paged at %s:%s", r.alerted(0), r)
+	}
+	onset := gen[0] * float64(time.Minute)
+	roomy(sawtooth(line(4096*mib, 500*mib, time.Duration(onset)), 600*mib), 45*time.Minute).run(t).
+		pagedWithin(t, time.Duration(onset), 3*time.Minute, 5*time.Minute, "beyond what load explains")
+}
