@@ -1227,25 +1227,19 @@ func (e *Engine) sigOf(sigma float64) float64 {
 	return math.Max(4*sigma, e.cfg.MinRate*e.cfg.ShortWindow.Seconds())
 }
 
-// trough is where one of a collector's cycles came back to: the least floor within two
+// noteTrough records where the cycle that came back at ps[j] came back to (see
+// sawCycles.add), as an index of the long window's floors: the least floor within two
 // buckets of its drop (a drop shows over two, the point fitted being the lesser of two
-// floors), at index i of the long window's floors.
-type trough struct {
-	x, y float64
-	i    int
-}
-
-// noteTrough records the trough of the cycle that came back at ps[j] (see sawCycles.add):
-// one drop may register on two consecutive floors, which are one collection.
-func noteTrough(tr []trough, j int, xs, ps []float64) []trough {
-	t := trough{x: xs[j], y: ps[j], i: j}
+// floors). One drop may register on two consecutive floors, which are one collection.
+func noteTrough(tr []int, j int, xs, ps []float64) []int {
+	t := j
 	for i := j + 1; i < len(xs) && xs[i]-xs[j] <= 2; i++ {
-		if ps[i] < t.y {
-			t = trough{x: xs[i], y: ps[i], i: i}
+		if ps[i] < ps[t] {
+			t = i
 		}
 	}
-	if m := len(tr); m > 0 && tr[m-1].x >= xs[j]-2 {
-		if t.y < tr[m-1].y {
+	if m := len(tr); m > 0 && xs[tr[m-1]] >= xs[j]-2 {
+		if ps[t] < ps[tr[m-1]] {
 			tr[m-1] = t
 		}
 		return tr
@@ -1270,11 +1264,12 @@ type troughRise struct {
 // memory that stays has not grown over the last cycle.
 func (r troughRise) stopped() bool { return r.read && !r.held }
 
-// risingTroughs reads the newest troughs of a collector's sawtooth (oldest first), each
-// where the floor stayed from then on (kept, below): rising when the newest three each
-// rose above the one before by sig, the two newest since the warm-up (x ≥ since); held
-// when the newest two still rise by sig/2. held is scratch of len(ps).
-func risingTroughs(tr []trough, xs, ps, held []float64, sig, since float64, saw *sawCycles) troughRise {
+// risingTroughs reads the newest troughs of a collector's sawtooth (indices of the
+// floors, oldest first; see noteTrough), each where the floor stayed from then on (kept,
+// below): rising when the newest three each rose above the one before by sig, the two
+// newest since the warm-up (x ≥ since); held when the newest two still rise by sig/2.
+// after is scratch of len(ps).
+func risingTroughs(tr []int, xs, ps, after []float64, sig, since float64, saw *sawCycles) troughRise {
 	m, n := len(tr), len(xs)
 	// The troughs read are stale where, since the newest, the floor fell by sig with no
 	// cycle registered (collections go on that come back higher than the ramp before
@@ -1282,12 +1277,12 @@ func risingTroughs(tr []trough, xs, ps, held []float64, sig, since float64, saw 
 	// rose more than steadyRise times higher or longer than any ramp the sawtooth gave
 	// back (a leak steeper still, whose collections do not even fall: a 600 MiB/min leak
 	// under 5–60 MiB/min of garbage, vram_eval -stress x_gc_sawtooth_fast_leak seed 17).
-	if m == 0 || saw.drop > tr[m-1].i+2 || ps[n-1]-tr[m-1].y > steadyRise*saw.top || xs[n-1]-tr[m-1].x > steadyRise*saw.long {
+	if m == 0 || saw.drop > tr[m-1]+2 || ps[n-1]-ps[tr[m-1]] > steadyRise*saw.top || xs[n-1]-xs[tr[m-1]] > steadyRise*saw.long {
 		return troughRise{}
 	}
 	// The newest trough two buckets old at least: a drop still under way shows on two
 	// floors, the lower one not yet closed. Until then the troughs before it say.
-	if xs[n-1]-tr[m-1].x < 2 {
+	if xs[n-1]-xs[tr[m-1]] < 2 {
 		m--
 	}
 	if m < 2 {
@@ -1297,28 +1292,28 @@ func risingTroughs(tr []trough, xs, ps, held []float64, sig, since float64, saw 
 	// cycles did not register (one whose drop came more than two buckets after its
 	// top) that went lower is a trough too, and the rise is not one. Read on the
 	// floors' suffix minimum, from the oldest trough read on.
-	held[n-1] = math.Inf(1)
-	for i := n - 2; i >= tr[0].i; i-- {
-		held[i] = math.Min(ps[i+1], held[i+1])
+	after[n-1] = math.Inf(1)
+	for i := n - 2; i >= tr[0]; i-- {
+		after[i] = math.Min(ps[i+1], after[i+1])
 	}
-	kept := func(t trough) bool { return held[t.i] >= t.y-sig/2 }
+	kept := func(t int) bool { return after[t] >= ps[t]-sig/2 }
 	t3, t2 := tr[m-1], tr[m-2]
 	if !kept(t3) || !kept(t2) {
 		return troughRise{}
 	}
-	up := t3.y - t2.y
-	r := troughRise{read: true, held: up >= sig/2, slope: up / (t3.x - t2.x)}
+	up := ps[t3] - ps[t2]
+	r := troughRise{read: true, held: up >= sig/2, slope: up / (xs[t3] - xs[t2])}
 	if m >= 3 {
 		t1 := tr[m-3]
-		r.rising = t2.x >= since && up >= sig && t2.y-t1.y >= sig && kept(t1)
+		r.rising = xs[t2] >= since && up >= sig && ps[t2]-ps[t1] >= sig && kept(t1)
 		if r.rising {
-			r.slope = (t3.y - t1.y) / (t3.x - t1.x)
+			r.slope = (ps[t3] - ps[t1]) / (xs[t3] - xs[t1])
 		}
 	}
 	// Halted: the newest troughs came back no higher than the one before them, each, since
 	// one that rose by sig: a rise that stopped, however many collections ago.
 	for k := m - 1; !r.held && k >= 1 && kept(tr[k-1]); k-- {
-		if d := tr[k].y - tr[k-1].y; d >= sig/2 {
+		if d := ps[tr[k]] - ps[tr[k-1]]; d >= sig/2 {
 			r.halted = d >= sig
 			break
 		}

@@ -65,7 +65,7 @@ func TestRisingTroughs(t *testing.T) {
 	for i := range xs {
 		xs[i] = float64(i - len(ps) + 1)
 	}
-	tr := []trough{{xs[5], 100, 5}, {xs[12], 120, 12}, {xs[19], 140, 19}}
+	tr := []int{5, 12, 19}
 	saw := &sawCycles{drop: 19, top: 40, long: 7} // ramps of 40 over 6–7 buckets
 	r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[0], saw)
 	if !r.rising || !r.held || r.stopped() || r.halted {
@@ -92,8 +92,9 @@ func TestRisingTroughs(t *testing.T) {
 		t.Errorf("the newest trough one bucket old: %+v, want held on the two before, not rising", r)
 	}
 	// The newest collection back no higher than the one before, after a rise by sig.
-	flat := []trough{{xs[5], 100, 5}, {xs[12], 120, 12}, {xs[19], 124, 19}}
-	if r := risingTroughs(flat, xs, ps, make([]float64, len(xs)), sig, xs[0], saw); r.rising || r.held || !r.stopped() || !r.halted {
+	flat := slices.Clone(ps)
+	flat[19] = 124
+	if r := risingTroughs(tr, xs, flat, make([]float64, len(xs)), sig, xs[0], saw); r.rising || r.held || !r.stopped() || !r.halted {
 		t.Errorf("a trough 4 above the one before, after a rise of 20: %+v, want stopped and halted", r)
 	}
 	// A fall by sig after the newest trough that no cycle registered: stale.

@@ -480,7 +480,7 @@ type analysisScratch struct {
 	scratch
 	x, p, f, d, env, bx, by, jx, jy, held []float64
 	dq                                    []int
-	tr                                    []trough
+	tr                                    []int
 }
 
 // NewEngine validates cfg and returns an empty engine.
@@ -1099,7 +1099,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// that stays. Not on any flat pair: a leak too slow to lift a trough by sig/2 in a
 	// cycle shows such pairs all along (x_gc_sawtooth_wide_leak seed 11, 2.36 MiB/min,
 	// flagged 32 minutes later).
-	shortOK, halfOK := shortRise && !held && !saw && !v.troughs.halted, halfRise && !held && !saw && !v.troughs.halted
+	free := !held && !saw && !v.troughs.halted
+	shortOK, halfOK := shortRise && free, halfRise && free
 	// A rise clear of load by the client's counts is not for a young process (see
 	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
 	// for minutes.
