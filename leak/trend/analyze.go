@@ -233,8 +233,24 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			}
 		}
 		if hi-ps[j] >= v.sig {
+			prevDrop := saw.drop
 			saw.drop = j
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
+			// The ramp a collection cut began at the trough before it, where nothing
+			// fell by sig since: a leak lifts each trough, and the walk back from a
+			// higher one stops part way up the ramp, the sooner the shorter the cycle
+			// (the 30 MiB/min of garbage over a 10 MiB/min leak, collected 5
+			// minutes after the one before: the walk climbs 6 buckets of a 10-bucket
+			// ramp). Not where the walk climbed no more than fastBuckets: a busy
+			// server's floor lifted by its load for a bucket or two and back, part way
+			// up a collector's ramp, is no collection (gc_sawtooth seeds 32 and 100
+			// paged on such "troughs" rising at the garbage's pace).
+			kc := k
+			if m := len(sc.tr); m > 0 {
+				if t0 := sc.tr[m-1]; t0 < k && ps[t0] <= ps[j] && prevDrop <= t0+2 && xs[top]-xs[k] > fastBuckets {
+					kc = t0
+				}
+			}
 			if k >= 0 && xs[j]-xs[k] > fastBuckets && xs[top] > xs[k] {
 				pace := (hi - ps[k]) / (xs[top] - xs[k])
 				back = math.Max(back, pace)
@@ -242,7 +258,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 					backLow = math.Max(backLow, pace)
 				}
 				lowest = math.Min(lowest, ps[k])
-				if saw.add(j, k, top, xs, ps) {
+				if saw.add(j, kc, top, xs, ps) {
 					sc.tr = noteTrough(sc.tr, j, xs, ps)
 				}
 			}
@@ -1144,8 +1160,9 @@ type sawCycles struct {
 // slowest seed, 12m19s → 17m18s).
 const sawReach = 8
 
-// add records the excursion that rose from ps[k], topped at ps[top] and came back to
-// ps[j], if it is a sawtooth's ramp: given back within two buckets of its top (the
+// add records the excursion that rose from ps[k] (the trough before, where a leak lifted
+// this one: see analyze), topped at ps[top] and came back to ps[j], if it is a
+// sawtooth's ramp: given back within two buckets of its top (the
 // point fitted is the lesser of two floors, so a drop shows over two), after rising for
 // more than roomyBuckets (a burst's rise, as the fast rule has it). A busy server's
 // floor (85–95 % busy, 64 MiB of jitter) wanders up and back over two or three

@@ -1904,3 +1904,25 @@ func TestFirstLongGenerationConfirmed(t *testing.T) {
 	roomy(sawtooth(line(4096*mib, 500*mib, time.Duration(onset)), 600*mib), 45*time.Minute).run(t).
 		pagedWithin(t, time.Duration(onset), 3*time.Minute, 5*time.Minute, "beyond what load explains")
 }
+
+// TestSawtoothShortCycleTrough: a collection that comes soon after the one before, over a
+// leak, comes back so much higher that the walk back from it climbs only the top of the
+// ramp, fewer buckets than a cycle's ramp must rise; its ramp starts at the trough before
+// (nothing fell since), and the troughs read it. The sawtooth (30 MiB/min of
+// garbage) with a 10 MiB/min leak from minute 52: the troughs at 61 and 66 minutes rose
+// 90 and 50 MiB, and it pages by the next bucket after the second, where it waited for
+// the collection at 79 minutes before (gc_sawtooth_rising_floor seed 16, 7 minutes later).
+func TestSawtoothShortCycleTrough(t *testing.T) {
+	garbage := collections(30, 12, 13, 12, 13, 11, 5, 13, 12, 12, 13, 12, 13)
+	onset := 52 * time.Minute
+	rising := func(el time.Duration) float64 {
+		return 2048*mib + garbage(el) + 10*mib*math.Max(0, (el-onset).Minutes())
+	}
+	r := scenario{d: 100 * time.Minute, alloc: sawtooth(rising, 200*mib)}.run(t)
+	if a := r.alerted(0); a < 66*time.Minute || a > 69*time.Minute {
+		t.Fatalf("first alert at %s, want within 3 minutes of the collection at 66 minutes:%s", a, r)
+	}
+	if !r.reasonSaid("troughs the collector's sawtooth comes back to") {
+		t.Errorf("no reason named the troughs:%s", r)
+	}
+}
