@@ -236,21 +236,6 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			prevDrop := saw.drop
 			saw.drop = j
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
-			// The ramp a collection cut began at the trough before it, where nothing
-			// fell by sig since: a leak lifts each trough, and the walk back from a
-			// higher one stops part way up the ramp, the sooner the shorter the cycle
-			// (the 30 MiB/min of garbage over a 10 MiB/min leak, collected 5
-			// minutes after the one before: the walk climbs 6 buckets of a 10-bucket
-			// ramp). Not where the walk climbed no more than fastBuckets: a busy
-			// server's floor lifted by its load for a bucket or two and back, part way
-			// up a collector's ramp, is no collection (gc_sawtooth seeds 32 and 100
-			// paged on such "troughs" rising at the garbage's pace).
-			kc := k
-			if m := len(sc.tr); m > 0 {
-				if t0 := sc.tr[m-1]; t0 < k && ps[t0] <= ps[j] && prevDrop <= t0+2 && xs[top]-xs[k] > fastBuckets {
-					kc = t0
-				}
-			}
 			if k >= 0 && xs[j]-xs[k] > fastBuckets && xs[top] > xs[k] {
 				pace := (hi - ps[k]) / (xs[top] - xs[k])
 				back = math.Max(back, pace)
@@ -258,6 +243,21 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 					backLow = math.Max(backLow, pace)
 				}
 				lowest = math.Min(lowest, ps[k])
+				// The ramp a collection cut began at the trough before it, where nothing
+				// fell by sig since: a leak lifts each trough, and the walk back from a
+				// higher one stops part way up the ramp, the sooner the shorter the cycle
+				// (the 30 MiB/min of garbage over a 10 MiB/min leak, collected 5
+				// minutes after the one before: the walk climbs 6 buckets of a 10-bucket
+				// ramp). Not where the walk climbed no more than fastBuckets: a busy
+				// server's floor lifted by its load for a bucket or two and back, part way
+				// up a collector's ramp, is no collection (gc_sawtooth seeds 32 and 100
+				// paged on such "troughs" rising at the garbage's pace).
+				kc := k
+				if m := len(sc.tr); m > 0 {
+					if t0 := sc.tr[m-1]; t0 < k && ps[t0] <= ps[j] && prevDrop <= t0+2 && xs[top]-xs[k] > fastBuckets {
+						kc = t0
+					}
+				}
 				if saw.add(j, kc, top, xs, ps) {
 					sc.tr = noteTrough(sc.tr, j, xs, ps)
 				}
