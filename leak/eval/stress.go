@@ -287,5 +287,38 @@ func Stress() []Class {
 	}
 	add("gc_lumpy", "garbage in lumps of 4–200 MiB (Pareto) at random moments, 5–60 MiB/min on average, freed every 6–14 min", false, lumpy)
 	add("gc_lumpy_leak", "the same over a leak of 1–20 MiB/min from minute 30–60", true, withLeak(lumpy, 1, 20, 30, 60))
+	// Round 21's probes, never tuned on. An adapter cache at capacity: 4–16 slots filled
+	// on first use in the first 5–20 min, then a request for an adapter not held evicts
+	// the least recently used and loads the new one (1–5 s later), every 1–10 min on
+	// average. Adapters differ in rank, 16–1024 MiB (log-uniform), so the total walks at
+	// random between the slots' bounds: steps up and down that never settle, bounded.
+	churn := func(col Column, spread float64) func(r *rand.Rand, s *Spec) {
+		return func(r *rand.Rand, s *Spec) {
+			base := math.Exp(uniform(r, math.Log(16), math.Log(1024)))
+			size := func() float64 {
+				if spread == 0 {
+					return math.Exp(uniform(r, math.Log(16), math.Log(1024)))
+				}
+				return base * uniform(r, 1-spread, 1+spread)
+			}
+			n, span, every := 4+r.IntN(13), minutes(uniform(r, 5, 20)), uniform(r, 1, 10)
+			held := make([]float64, 0, n)
+			for i := range n {
+				held = append(held, size())
+				s.Steps = append(s.Steps, Step{At: minutes(uniform(r, 0.5, 1)) + time.Duration(float64(i)/float64(n)*float64(span)), Size: held[i], Col: col})
+			}
+			for t := span + minutes(r.ExpFloat64()*every); t < s.Duration; t += minutes(r.ExpFloat64() * every) {
+				in := size()
+				s.Steps = append(s.Steps, Step{At: t, Size: -held[0], Col: col},
+					Step{At: t + time.Duration(uniform(r, 1, 5)*float64(time.Second)), Size: in, Col: col})
+				held = append(held[1:], in)
+			}
+			slices.SortFunc(s.Steps, func(a, b Step) int { return int(a.At - b.At) })
+		}
+	}
+	add("adapter_churn", "4–16 adapters of 16–1024 MiB held at capacity, one evicted for another every 1–10 min: a bounded random walk", false, churn(ColAllocated, 0))
+	add("adapter_churn_ranks", "4–16 adapters of one size (16–1024 MiB, ±50 %) held at capacity, one evicted for another every 1–10 min", false, churn(ColAllocated, 0.5))
+	add("adapter_churn_unattributed", "the same for engines outside the allocator (TensorRT-style contexts swapped in and out)", false, churn(ColUnattributed, 0))
+	add("adapter_churn_leak", "the same adapter churn over a leak of 1–20 MiB/min from minute 30–60", true, withLeak(churn(ColAllocated, 0), 1, 20, 30, 60))
 	return out
 }

@@ -173,6 +173,24 @@ func TestSaturatedBurstIdleGone(t *testing.T) {
 	}
 }
 
+// TestAdapterChurnWalks: a cache of adapters held at capacity, one evicted for another
+// of a different size every few minutes, walks at random (round 21's probes). Before
+// trend's twoWay the short rule took a run of swaps that each grew for a leak
+// (x_adapter_churn_ranks seed 7, 84 MiB/min at 51 minutes; seed 15 at 67), and the
+// rule of a collector's troughs took the dips of swaps outside the allocator for
+// collections coming back ever higher (x_adapter_churn_unattributed seed 2). The floors
+// and the troughs stepped down as well as up: quiet.
+func TestAdapterChurnWalks(t *testing.T) {
+	for _, tc := range []struct {
+		class string
+		seeds []uint64
+	}{{"x_adapter_churn_ranks", []uint64{7, 15}}, {"x_adapter_churn_unattributed", []uint64{2}}} {
+		if r := sweepLoad(t, tc.class, tc.seeds, false); r.FalseAlarms != 0 {
+			t.Errorf("%s seeds %v: %d false alarms, want none", tc.class, tc.seeds, r.FalseAlarms)
+		}
+	}
+}
+
 // TestStoppedLeakStaysSteady: leaks that stopped and were alerted on again, 5 to 17
 // minutes after their stop, by the slow rule reading the long window's line (round 16's
 // code: seed 84 until 21 min after the stop, 99 until 20 min; with the client's

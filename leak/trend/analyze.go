@@ -127,6 +127,9 @@ type view struct {
 	// troughs: what the collections of the series' sawtooth came back to (see
 	// risingTroughs); not for NVML's coarse used.
 	troughs troughRise
+	// twoWay: over the judged window the floors stepped down to stay as well as up (see
+	// twoWay), and not up so much more often that chance does not explain it.
+	twoWay bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -290,6 +293,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
 	v.judge = sc.robustFit(jx, jy, sigma)
+	v.twoWay = twoWay(xs[jlo:], ps[jlo:], v.sig)
 	// Whether it rises ever slower, judged over two short windows (see slowing).
 	slo2 := n
 	for slo2 > 0 && xs[slo2-1] > -float64(min(max(2*ns, nj), nl)) {
@@ -1318,6 +1322,23 @@ func risingTroughs(tr []int, xs, ps, after []float64, sig, since float64, saw *s
 	if !kept(t3) || !kept(t2) {
 		return troughRise{}
 	}
+	// Troughs that stepped down as well as up since the warm-up are no collector's over
+	// memory that stays: a cache at capacity swapping items of different sizes.
+	tu, td := 0, 0
+	for k := 1; k < m; k++ {
+		if xs[tr[k-1]] < since {
+			continue
+		}
+		switch d := ps[tr[k]] - ps[tr[k-1]]; {
+		case d >= sig:
+			tu++
+		case d <= -sig:
+			td++
+		}
+	}
+	if bothWays(tu, td) {
+		return troughRise{}
+	}
 	up := ps[t3] - ps[t2]
 	r := troughRise{read: true, held: up >= sig/2, slope: up / (xs[t3] - xs[t2])}
 	if m >= 3 {
@@ -1336,4 +1357,68 @@ func risingTroughs(tr []int, xs, ps, after []float64, sig, since float64, saw *s
 		}
 	}
 	return r
+}
+
+// twoWay says whether the floors ps stepped both ways: sharp net steps (changes of sig/2
+// or more, each within jumpGap buckets of the one before, spanning jumpGap buckets at
+// most, whose sum is sig or more either way), at least one up and one down, and the ups
+// not so many more than the downs that chance would rarely give as many (see bothWays).
+// A cache held at capacity that evicts one item for another of a different size walks
+// at random between its bounds, and a run of swaps that each grew is a staircase as steep
+// as a leak's (x_adapter_churn: 41 of 100 paged, docs/leak-detection.md, round 21). A
+// leak never steps down; an eviction and the load that follows it within jumpGap buckets
+// are one step of their net size. Only sharp steps: a collector's ramps are gradual, and
+// a noisy floor's ramp passes sig/2 in runs of buckets whose net would count as a step up
+// beside every collection's step down (gc_sawtooth_rising_floor seeds 33 and 86 flagged
+// 5 and 27 minutes later without the span bound).
+func twoWay(xs, ps []float64, sig float64) bool {
+	const jumpGap = 3
+	ups, downs := 0, 0
+	net, first, last, open := 0.0, 0.0, 0.0, false
+	closeStep := func() {
+		sharp := last-first <= jumpGap
+		switch {
+		case sharp && net >= sig:
+			ups++
+		case sharp && net <= -sig:
+			downs++
+		}
+		net, open = 0, false
+	}
+	for i := 1; i < len(xs); i++ {
+		if open && xs[i]-last > jumpGap {
+			closeStep()
+		}
+		if xs[i]-xs[i-1] != 1 {
+			continue
+		}
+		if d := ps[i] - ps[i-1]; math.Abs(d) >= sig/2 {
+			if !open {
+				first = xs[i]
+			}
+			net, last, open = net+d, xs[i], true
+		}
+	}
+	// A step still open at the newest bucket is not judged: an eviction whose load may
+	// yet come is no step down.
+	return bothWays(ups, downs)
+}
+
+// bothWays: at least one step each way, and the steps up not so many more than those
+// down that a fair coin would give as many more than one time in twenty (one down
+// against seven ups is a leak's staircase with a dip; one against three is a walk).
+func bothWays(ups, downs int) bool {
+	if downs == 0 || ups == 0 {
+		return false
+	}
+	// P(X ≥ ups) for X ~ Binomial(ups+downs, 1/2).
+	n := ups + downs
+	tail, c := 0.0, 1.0
+	for k := 0; k <= n; k++ {
+		if k >= ups {
+			tail += c
+		}
+		c = c * float64(n-k) / float64(k+1)
+	}
+	return tail/math.Pow(2, float64(n)) > 0.05
 }

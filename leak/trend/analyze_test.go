@@ -112,3 +112,62 @@ func TestRisingTroughs(t *testing.T) {
 		t.Errorf("the middle trough before since: %+v, want not rising", r)
 	}
 }
+
+// twoWay counts sharp net steps: a swap whose eviction and load fall two buckets apart
+// is one step of their net; a ramp of small rises, however long, is none. A walk that
+// stepped down and up is two-way; steps only up, or far more up than down, are not.
+func TestTwoWay(t *testing.T) {
+	const sig = 20.0 * mib
+	// floors from a level of 1000 MiB plus the step of size d[i] at bucket 10·(i+1),
+	// an eviction of 100 MiB one bucket before each step where dip is set.
+	floors := func(dip bool, d ...float64) (x, y []float64) {
+		v := 1000.0
+		for b := range 10 * (len(d) + 1) {
+			if b > 0 && b%10 == 0 {
+				v += d[b/10-1]
+			}
+			f := v
+			if dip && b%10 == 9 {
+				f -= 100
+			}
+			x, y = append(x, float64(b)), append(y, f*mib)
+		}
+		return x, y
+	}
+	ramp := func(n int, per float64) (x, y []float64) {
+		for b := range n {
+			x, y = append(x, float64(b)), append(y, (1000+per*float64(b))*mib)
+		}
+		return x, y
+	}
+	for _, c := range []struct {
+		name string
+		x, y []float64
+		want bool
+	}{
+		{"walk", nil, nil, true},
+		{"walk with dips", nil, nil, true},
+		{"staircase up", nil, nil, false},
+		{"swaps that grew, with dips", nil, nil, false},
+		{"seven up, one down", nil, nil, false},
+		{"ramp", nil, nil, false},
+	} {
+		switch c.name {
+		case "walk":
+			c.x, c.y = floors(false, 200, -150, 250, -300, 180, 220, 260)
+		case "walk with dips":
+			c.x, c.y = floors(true, 200, -150, 250, -300, 180, 220, 260)
+		case "staircase up":
+			c.x, c.y = floors(false, 200, 150, 250, 300)
+		case "swaps that grew, with dips":
+			c.x, c.y = floors(true, 200, 150, 250, 300)
+		case "seven up, one down":
+			c.x, c.y = floors(false, 200, 150, 250, 300, 180, -220, 260, 140)
+		case "ramp":
+			c.x, c.y = ramp(60, 15) // 15 MiB a bucket: under sig/2, never a step
+		}
+		if got := twoWay(c.x, c.y, sig); got != c.want {
+			t.Errorf("%s: twoWay %v, want %v", c.name, got, c.want)
+		}
+	}
+}

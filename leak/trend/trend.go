@@ -1099,7 +1099,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// that stays. Not on any flat pair: a leak too slow to lift a trough by sig/2 in a
 	// cycle shows such pairs all along (x_gc_sawtooth_wide_leak seed 11, 2.36 MiB/min,
 	// flagged 32 minutes later).
-	free := !held && !saw && !v.troughs.halted
+	// Nor where the judged window's floors stepped down as well as up, sharply (see
+	// twoWay): a cache at capacity swapping items of different sizes walks at random,
+	// and its runs of swaps that grew are staircases, not memory that stays.
+	free := !held && !saw && !v.troughs.halted && !v.twoWay
 	shortOK, halfOK := shortRise && free, halfRise && free
 	// A rise clear of load by the client's counts is not for a young process (see
 	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
