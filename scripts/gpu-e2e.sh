@@ -8,10 +8,11 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): thirteen serving loops (scripts/gpu/serve_loop.py)
+#   phase 3 (optional, TRACE_SECONDS>0): fourteen serving loops (scripts/gpu/serve_loop.py)
 #           push through the real client while the daemon records a trace
 #           (--trace.record): a cache that fills in steps and plateaus, one that fills
-#           smoothly and ever slower to a 1.5 GiB budget, a burst that
+#           smoothly and ever slower to a 1.5 GiB budget, an adapter cache at capacity swapping
+#           adapters of different sizes (a bounded random walk), a burst that
 #           holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML
 #           only), a slow leak and a fast leak stopped long before the GPU is full (both
 #           from LEAK_ONSET seconds in), two under a climbing load that count their

@@ -1,7 +1,8 @@
-# gpu-e2e.sh phase 3, sourced by it (not run on its own): thirteen serving loops
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): fourteen serving loops
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
 # trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
-# slower to a 1.5 GiB budget, a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
+# slower to a 1.5 GiB budget, an adapter cache at capacity swapping one of six adapters
+# of 32–256 MiB for another every 10–40 s (a bounded random walk: a look-alike), a burst that holds 1 GiB for two minutes, a healthy loop, one that pushes nothing (NVML only), a slow leak (20 MiB/min)
 # and a fast leak (400 MiB/min for FAST_SECONDS, 180 by default: 1.2 GiB, stopped long
 # before the GPU is full; a young process's steep rise waits half a short window more
 # before it pages, so 90 s, as before round 7, ended before the fast rule could page), the
@@ -44,7 +45,7 @@ loops=()
 metas=()
 saw_metas=()
 : > "$OUT/trace-pids.txt"
-for loop in staircase cache_fill burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak first_traffic; do
+for loop in staircase cache_fill adapter_churn burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak first_traffic; do
   # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has. The load loops
   # count their requests with the client's request(): traffic from 90 s that climbs for
   # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back.

@@ -11,6 +11,10 @@ first real-GPU traces were recorded with.
   cache_fill         healthy, and from 60 s a cache of tensors with a 1.5 GiB budget that
                      fills ever slower, budget·(1 − e^(−t/τ)) with τ = 60 s (a response or
                      prefix cache; 1.5 GiB/min at first), in 8 MiB items, then stays full
+  adapter_churn      healthy, and an adapter cache at capacity: six adapters of 32–256 MiB
+                     loaded over the first 60 s, then every 10–40 s the oldest is evicted
+                     and another of a different size loaded in its place (a bounded random
+                     walk of the floor, in steps both ways)
   nvml_only          healthy, pushing nothing: the daemon sees NVML's used bytes only
   slow_leak          healthy until --onset, then keeps --rate-mib MiB/min of outputs
                      (20 by default) for good
@@ -64,7 +68,7 @@ import torch  # noqa: E402
 
 import vram_exporter_client as vc  # noqa: E402
 
-MODES = ["healthy", "staircase", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "load_climb", "load_climb_leak",
+MODES = ["healthy", "staircase", "adapter_churn", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "load_climb", "load_climb_leak",
          "gc_sawtooth", "gc_sawtooth_fast_leak", "first_traffic", "leak", "no_inference_mode"]
 MIB = 2**20
 
@@ -127,6 +131,8 @@ elif mode == "staircase":
     onset, stop = start + 30, start + 130
 elif mode == "cache_fill":
     onset = start + 60
+elif mode == "adapter_churn":
+    onset = start + 60  # the first swap comes after the six loads
 elif mode == "first_traffic":
     onset, stop = start + args.onset, start + args.onset + 110  # the first request; the last workspace
 elif mode == "load_climb":
@@ -198,7 +204,9 @@ flight = []     # load_climb's requests in flight
 garbage_bytes = 0.0
 next_gc, gc_i = start + gc_cycles[0], 0
 kept = []       # what a leak keeps
-cache = []      # the staircase's items
+cache = []      # the staircase's items, the cache fill's and the adapters
+churn_rng = random.Random(2)
+next_swap = start + 60  # adapter_churn's first swap
 held = None     # the burst's memory
 running = None
 kept_bytes = 0.0
@@ -219,6 +227,15 @@ while True:
             cache.append(torch.empty(WORKSPACES[len(cache)][1] * MIB, dtype=torch.uint8, device=dev).fill_(1))
     if mode == "staircase" and 30 <= el < 131 and len(cache) < 1 + int((el - 30) // 20):
         cache.append(torch.empty(64 * MIB, dtype=torch.uint8, device=dev).fill_(1))
+    if mode == "adapter_churn":
+        # Six slots: filled over the first 60 s, then one swap every 10–40 s, the oldest
+        # out, one of another size in (sizes drawn apart from the requests' stream).
+        if len(cache) < 6 and el >= 10 * len(cache):
+            cache.append(torch.empty(churn_rng.randint(32, 256) * MIB, dtype=torch.uint8, device=dev).fill_(1))
+        elif len(cache) == 6 and now >= next_swap:
+            cache.pop(0)
+            cache.append(torch.empty(churn_rng.randint(32, 256) * MIB, dtype=torch.uint8, device=dev).fill_(1))
+            next_swap = now + churn_rng.uniform(10, 40)
     if mode == "cache_fill" and el >= 60:
         # The budget's share the cache holds by now, in 8 MiB items.
         while len(cache) * 8 < 1536 * (1 - math.exp(-(el - 60) / 60.0)) - 8:
