@@ -130,6 +130,8 @@ type view struct {
 	// twoWay: over the judged window the floors stepped down to stay as well as up (see
 	// twoWay), and not up so much more often that chance does not explain it.
 	twoWay bool
+	// twoWayLong: the same over the long window since the warm-up (the slow rule's).
+	twoWayLong bool
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -326,6 +328,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if v.longSpan >= nl/2 {
 		ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
 		v.envLong, v.sigLong = sc.robustFit(ex, ey, sigma), v.sig
+		v.twoWayLong = twoWay(xs[slo:], ps[slo:], v.sig)
 		b := e.cfg.Bucket.Seconds()
 		// Below MinRate only the slow rule resolves a rise, and it judges the envelope in
 		// blocks, each the least of many floors: there its noise is its own scatter about
