@@ -130,7 +130,8 @@ type view struct {
 	// twoWay: over the judged window the floors stepped down to stay as well as up (see
 	// twoWay), and not up so much more often that chance does not explain it.
 	twoWay bool
-	// twoWayLong: the same over the long window since the warm-up (the slow rule's).
+	// twoWayLong: the same over the long window since the warm-up, for steps of 4 sig
+	// (the slow rule's: a busy server's floors step both ways by sig, see track).
 	twoWayLong bool
 }
 
@@ -328,7 +329,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if v.longSpan >= nl/2 {
 		ex, ey := blocks(xs[slo:], env[slo:], longBlocks, &sc.bx, &sc.by)
 		v.envLong, v.sigLong = sc.robustFit(ex, ey, sigma), v.sig
-		v.twoWayLong = twoWay(xs[slo:], ps[slo:], v.sig)
+		v.twoWayLong = twoWay(xs[slo:], ps[slo:], longStep*v.sig)
 		b := e.cfg.Bucket.Seconds()
 		// Below MinRate only the slow rule resolves a rise, and it judges the envelope in
 		// blocks, each the least of many floors: there its noise is its own scatter about
@@ -1406,6 +1407,10 @@ func twoWay(xs, ps []float64, sig float64) bool {
 	// yet come is no step down.
 	return bothWays(ups, downs)
 }
+
+// longStep is how many sig a step of the floors must be, up or down, for the slow rule's
+// test of floors that stepped both ways (see track).
+const longStep = 4
 
 // bothWays: at least one step each way, and the steps up not so many more than those
 // down that a fair coin would give as many more than one time in twenty (one down
