@@ -1369,12 +1369,12 @@ func risingTroughs(tr []int, xs, ps, after []float64, sig, since float64, saw *s
 // not so many more than the downs that chance would rarely give as many (see bothWays).
 // A cache held at capacity that evicts one item for another of a different size walks
 // at random between its bounds, and a run of swaps that each grew is a staircase as steep
-// as a leak's (x_adapter_churn: 41 of 100 paged, docs/leak-detection.md, round 21). A
+// as a leak's (x_adapter_churn: 44 of 100 paged, docs/leak-detection.md, round 21). A
 // leak never steps down; an eviction and the load that follows it within jumpGap buckets
 // are one step of their net size. Only sharp steps: a collector's ramps are gradual, and
 // a noisy floor's ramp passes sig/2 in runs of buckets whose net would count as a step up
 // beside every collection's step down (gc_sawtooth_rising_floor seeds 33 and 86 flagged
-// 5 and 27 minutes later without the span bound).
+// 33 and 27 minutes later without the span bound).
 func twoWay(xs, ps []float64, sig float64) bool {
 	const jumpGap = 3
 	ups, downs := 0, 0

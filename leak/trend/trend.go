@@ -22,7 +22,9 @@
 // came back higher than the one before (its troughs: the memory that stays). Except near a full GPU, a rise that goes ever slower (a cache
 // filling to its budget) is not growth; nor is a rise of a process whose samples no
 // longer come back to its floor as they did while it had idle moments (a server never
-// idle any more: its floor is the least load in flight). Growth ends as soon as the
+// idle any more: its floor is the least load in flight), nor, for the line, slow and
+// trough rules, a rise of floors that also stepped down sharply (a cache at capacity
+// swapping items: a bounded random walk). Growth ends as soon as the
 // judged window no longer shows it, and the long window's line does not take up again
 // a rise whose floors have stopped (they hold still longer than they ever paused).
 package trend
