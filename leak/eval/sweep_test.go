@@ -191,18 +191,6 @@ func TestAdapterChurnWalks(t *testing.T) {
 	}
 }
 
-// TestLeakUnderAdapterChurn: a leak under a cache that swaps its items (round 21's
-// x_adapter_churn_leak seeds 1, 9 and 11, 3.7–12.4 MiB/min) steps both ways with the
-// swaps, so the short rule does not start on it (twoWay); the floors less their steps
-// rise at its pace (trend's destep), and it is flagged. Missed in the trace's three
-// hours without that line.
-func TestLeakUnderAdapterChurn(t *testing.T) {
-	seeds := []uint64{1, 9, 11}
-	if r := sweepLoad(t, "x_adapter_churn_leak", seeds, false); r.Missed != 0 || r.FalseAlarms != 0 {
-		t.Errorf("x_adapter_churn_leak seeds %v: %d missed, %d false alarms, want none", seeds, r.Missed, r.FalseAlarms)
-	}
-}
-
 // TestStoppedLeakStaysSteady: leaks that stopped and were alerted on again, 5 to 17
 // minutes after their stop, by the slow rule reading the long window's line (round 16's
 // code: seed 84 until 21 min after the stop, 99 until 20 min; with the client's

@@ -133,9 +133,6 @@ type view struct {
 	// twoWayLong: the same over the long window since the warm-up, for steps of 4 sig
 	// (the slow rule's: a busy server's floors step both ways by sig, see track).
 	twoWayLong bool
-	// between: where twoWay, the short window's line through the floors less their
-	// sharp steps (see destep): a leak under a cache that swaps rises between the swaps.
-	between fitResult
 }
 
 // analyze computes the view of column c at the close of bucket h.last. Everything is
@@ -300,11 +297,6 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
 	v.judge = sc.robustFit(jx, jy, sigma)
 	v.twoWay = twoWay(xs[jlo:], ps[jlo:], v.sig)
-	if v.twoWay {
-		// Between the steps: over the short window, the floors less their steps.
-		sc.ds = destep(ps[lo:], v.sig, sc.ds)
-		v.between = sc.robustFit(xs[lo:], sc.ds, sigma)
-	}
 	// Whether it rises ever slower, judged over two short windows (see slowing).
 	slo2 := n
 	for slo2 > 0 && xs[slo2-1] > -float64(min(max(2*ns, nj), nl)) {
@@ -1437,21 +1429,4 @@ func bothWays(ups, downs int) bool {
 		c = c * float64(n-k) / float64(k+1)
 	}
 	return tail/math.Pow(2, float64(n)) > 0.05
-}
-
-// destep writes to out the floors ps less every change of sig/2 or more: what they did
-// between their steps (a cache's swaps, each eviction and load), where a leak still
-// rises at its pace and the swaps of a cache at capacity leave nothing.
-func destep(ps []float64, sig float64, out []float64) []float64 {
-	out = out[:0]
-	v := 0.0
-	for i := range ps {
-		if i > 0 {
-			if d := ps[i] - ps[i-1]; math.Abs(d) < sig/2 {
-				v += d
-			}
-		}
-		out = append(out, v)
-	}
-	return out
 }

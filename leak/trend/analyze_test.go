@@ -171,37 +171,3 @@ func TestTwoWay(t *testing.T) {
 		}
 	}
 }
-
-// destep takes a cache's swaps out of the floors and leaves what rose between them: a
-// leak of 2 MiB a bucket under steps of ±300 MiB rises 2 MiB a bucket after it, and the
-// steps alone leave a flat line.
-func TestDestep(t *testing.T) {
-	const sig = 20.0 * mib
-	var leak, walk []float64
-	for b := range 60 {
-		step := 0.0
-		switch {
-		case b >= 40:
-			step = 250
-		case b >= 25:
-			step = -300
-		case b >= 10:
-			step = 300
-		}
-		leak = append(leak, (1000+step+2*float64(b))*mib)
-		walk = append(walk, (1000+step)*mib)
-	}
-	got := destep(leak, sig, nil)
-	for b := 1; b < len(got); b++ {
-		if d := got[b] - got[b-1]; b != 10 && b != 25 && b != 40 && d != 2*mib {
-			t.Fatalf("leak under steps, bucket %d: rose %.1f MiB, want the leak's 2", b, d/mib)
-		} else if d != 0 && d != 2*mib {
-			t.Fatalf("leak under steps, step at bucket %d: %.1f MiB kept, want it taken out", b, d/mib)
-		}
-	}
-	for b, v := range destep(walk, sig, nil) {
-		if v != 0 {
-			t.Fatalf("steps alone, bucket %d: %.1f MiB, want 0", b, v/mib)
-		}
-	}
-}

@@ -368,17 +368,16 @@ const (
 
 // growState is one column's growth: which rule started it, when, and at what slope.
 type growState struct {
-	rule    rule
-	since   time.Time
-	slope   float64 // bytes/s
-	fit     float64
-	line    bool // it started as a line (most buckets rising), not a staircase
-	early   bool // it started on the newest half of the short window (see track)
-	roomy   bool // the fast rule started it on a rise clear of load, not on urgency
-	steep   bool // it started at FastRate or faster (see youngHold)
-	rest    bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
-	exact   bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
-	between bool // it started on the floors less their sharp steps (see twoWay, destep)
+	rule  rule
+	since time.Time
+	slope float64 // bytes/s
+	fit   float64
+	line  bool // it started as a line (most buckets rising), not a staircase
+	early bool // it started on the newest half of the short window (see track)
+	roomy bool // the fast rule started it on a rise clear of load, not on urgency
+	steep bool // it started at FastRate or faster (see youngHold)
+	rest  bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
+	exact bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost, or (saw)
 	// for being the next ramp of the series' sawtooth; 0 if none.
@@ -481,9 +480,9 @@ type Engine struct {
 // analysisScratch holds the buffers of analyze and its fits.
 type analysisScratch struct {
 	scratch
-	x, p, f, d, env, bx, by, jx, jy, held, ds []float64
-	dq                                        []int
-	tr                                        []int
+	x, p, f, d, env, bx, by, jx, jy, held []float64
+	dq                                    []int
+	tr                                    []int
 }
 
 // NewEngine validates cfg and returns an empty engine.
@@ -1060,8 +1059,6 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			keep = keep && !v.troughs.halted
 			// One found on the floors at rest is kept while they show it.
 			keep = keep || (g.rest && relaxedOn(v.atRest))
-			// One found between a cache's swaps, while they show it.
-			keep = keep || (g.between && v.twoWay && relaxedOn(v.between))
 		}
 		if !keep {
 			*g = growState{}
@@ -1081,9 +1078,6 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		case g.rest && relaxedOn(v.atRest):
 			// Found on the floors at rest: the others are load in flight.
 			g.slope, g.fit = v.atRest.slope/b, v.atRest.r2
-		case g.between && v.twoWay && relaxedOn(v.between):
-			// Found between a cache's swaps: the steps are the swaps.
-			g.slope, g.fit = v.between.slope/b, v.between.r2
 		case relaxed:
 			g.slope, g.fit = v.judge.slope/b, v.judge.r2
 		case g.rule == ruleSlow:
@@ -1140,14 +1134,6 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 		// class). Not on a stretched rise either (see above).
 		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case v.twoWay && !held && !saw && !v.troughs.halted && e.qualifies(v.between) && v.between.rise >= v.sig && !v.stretched && !v.slowing:
-		// Floors that stepped both ways (see twoWay), judged as the short rule would
-		// between their steps (see destep): a cache at capacity's swaps leave a flat
-		// line there, a leak under them rises at its pace. Measured on 100 seeds of
-		// -stress: x_adapter_churn_leak 31 → 2 missed (median 54m33s → 35m50s), its
-		// look-alikes x_adapter_churn 13 → 15 and x_adapter_churn_ranks 9 → 11 false
-		// verdicts (not looked into).
-		*g = growState{rule: ruleShort, since: now, slope: v.between.slope / b, fit: v.between.r2, line: v.line, between: true}
 	case v.troughs.rising && v.troughs.slope/b >= cfg.MinRate && !held:
 		// Under a collector's sawtooth the judged window is three envelope widths, and
 		// its robust line turns only once the leak holds more than half of it: a leak
