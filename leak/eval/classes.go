@@ -38,6 +38,11 @@ func minutes(f float64) time.Duration { return time.Duration(f * float64(time.Mi
 
 func uniform(r *rand.Rand, lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
 
+// logUniform draws between lo and hi (both > 0) evenly on a log scale.
+func logUniform(r *rand.Rand, lo, hi float64) float64 {
+	return math.Exp(uniform(r, math.Log(lo), math.Log(hi)))
+}
+
 // staircase is n steps on col between start and start+span, their times as drawn by
 // pattern, each of size ≈ size (±spread).
 func staircase(r *rand.Rand, col Column, n int, start, span time.Duration, size, spread float64, pattern string) []Step {

@@ -110,7 +110,7 @@ func Stress() []Class {
 		leakFor(0.2, 0.3, 10, 30, 150*time.Minute))
 	add("fast_leak_wide", "a leak of 50–3000 MiB/min from minute 15–90 on a roomy GPU", true,
 		func(r *rand.Rand, s *Spec) {
-			s.Leak, s.Rate, s.Onset = LinearLeak, math.Exp(uniform(r, math.Log(50), math.Log(3000))), minutes(uniform(r, 15, 90))
+			s.Leak, s.Rate, s.Onset = LinearLeak, logUniform(r, 50, 3000), minutes(uniform(r, 15, 90))
 			s.Duration = s.Onset + 30*time.Minute
 		})
 	add("leak_early", "a leak of 1–50 MiB/min from minute 11–25, soon after the warm-up", true,
@@ -294,10 +294,10 @@ func Stress() []Class {
 	// random between the slots' bounds: steps up and down that never settle, bounded.
 	churn := func(col Column, spread float64) func(r *rand.Rand, s *Spec) {
 		return func(r *rand.Rand, s *Spec) {
-			base := math.Exp(uniform(r, math.Log(16), math.Log(1024)))
+			base := logUniform(r, 16, 1024)
 			size := func() float64 {
 				if spread == 0 {
-					return math.Exp(uniform(r, math.Log(16), math.Log(1024)))
+					return logUniform(r, 16, 1024)
 				}
 				return base * uniform(r, 1-spread, 1+spread)
 			}

@@ -1125,7 +1125,11 @@ func (e *Engine) signCritical(n int) int {
 	return signCritical(n)
 }
 
-func signCritical(n int) int {
+func signCritical(n int) int { return signCriticalAt(n, 0.01) }
+
+// signCriticalAt is the smallest number of rises among n changes that a fair coin
+// reaches with probability below alpha.
+func signCriticalAt(n int, alpha float64) int {
 	// P(X ≥ k) for X ~ Binomial(n, ½), summed from the top.
 	p, tail := math.Pow(0.5, float64(n)), 0.0
 	coef := 1.0
@@ -1133,7 +1137,7 @@ func signCritical(n int) int {
 		if k < n {
 			coef = coef * float64(k+1) / float64(n-k)
 		}
-		if tail+coef*p >= 0.01 {
+		if tail+coef*p >= alpha {
 			return k + 1
 		}
 		tail += coef * p
@@ -1416,17 +1420,5 @@ const longStep = 4
 // down that a fair coin would give as many more than one time in twenty (one down
 // against seven ups is a leak's staircase with a dip; one against three is a walk).
 func bothWays(ups, downs int) bool {
-	if downs == 0 || ups == 0 {
-		return false
-	}
-	// P(X ≥ ups) for X ~ Binomial(ups+downs, 1/2).
-	n := ups + downs
-	tail, c := 0.0, 1.0
-	for k := 0; k <= n; k++ {
-		if k >= ups {
-			tail += c
-		}
-		c = c * float64(n-k) / float64(k+1)
-	}
-	return tail/math.Pow(2, float64(n)) > 0.05
+	return downs > 0 && ups > 0 && ups < signCriticalAt(ups+downs, 0.05)
 }
