@@ -90,6 +90,7 @@ type view struct {
 	rigid    bool      // the fast rise shifted its buckets' samples up, it did not stretch them
 	clear    clearance // and how it cleared what load could explain (see fastRule): it may page on a roomy GPU
 	even     bool      // its newest two buckets rose within steadyRise of each other (urgent pages need it)
+	goes     bool      // the newest bucket still rose within itself (see lateGoes; urgent pages need it)
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
@@ -445,6 +446,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// going: at rest, the newest bucket's last sample stood above its first by a quarter
 	// of what the fast step puts between them, where the client said which were at rest
 	// and they span half a bucket or more (see fastRule's clearRest).
+	v.goes = c != h.idleCol || lateGoes(h, cfg.FastRate)
 	going := true
 	if c == h.idleCol && h.restSpan >= cfg.Bucket/2 {
 		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
@@ -1421,4 +1423,25 @@ const longStep = 4
 // against seven ups is a leak's staircase with a dip; one against three is a walk).
 func bothWays(ups, downs int) bool {
 	return downs > 0 && ups > 0 && ups < signCriticalAt(ups+downs, 0.05)
+}
+
+// lateGoes says whether idleCol's newest bucket may still have risen within itself: the
+// least of its samples in the later half of their span does not stand level with the
+// least in the earlier half, within a quarter of what the fast rate puts between them
+// (see history.late), where both halves had samples spanning half a bucket or more
+// (less is not read). The urgent fast rule pages on three floors that rose steeply, each
+// its bucket's least sample, which is the bucket's first where the memory rises: a load
+// lifts the floor of the bucket after it ended as much as a leak's. Weights reloaded
+// beside the old in under a minute (x_model_reload: 1–16 GiB in 10–60 s) lift three
+// floors in a row at gigabytes a minute, the third a bucket that stands still; a leak's
+// later half stands higher by half the bucket's rise. A later half that stands lower
+// says nothing: the earlier half's samples were all mid-request (a busy server; four of
+// 100 fast_leak_near_full pages came 30–60 s later, each sampled every 10 s, when such
+// buckets were read as standing still), or the load recedes.
+func lateGoes(h *history, fastRate float64) bool {
+	if h.lateSpan < h.bucket/2 {
+		return true
+	}
+	q := fastRate * h.lateSpan.Seconds() / 8
+	return h.lateRise >= q || h.lateRise <= -q
 }

@@ -75,6 +75,11 @@ type history struct {
 	restFirstT, restLastT time.Time
 	restRise              float64
 	restSpan              time.Duration
+	// lateRise: for idleCol's newest closed bucket, how far the least of its buffered
+	// samples in the later half of their span stood above the least in the earlier
+	// half, and lateSpan that span; 0 where either half had none (see late).
+	lateRise float64
+	lateSpan time.Duration
 }
 
 // A sample's load, as the client reported it.
@@ -332,6 +337,7 @@ func (h *history) close() {
 		if h.reported != nil {
 			h.reported[s], h.restFloor[s] = false, math.NaN()
 		}
+		h.lateRise, h.lateSpan = h.late()
 		switch n := len(h.idleV); {
 		case h.loadN > 0:
 			if h.reported == nil {
@@ -416,4 +422,29 @@ func (h *history) maxSpread(c int, n int64) float64 {
 		}
 	}
 	return m
+}
+
+// late is how far the least of the current bucket's buffered samples in the later half
+// of their span stands above the least in the earlier half, and that span (0, 0 where
+// a half has none). A floor that rises at a pace through the bucket puts half the
+// span's rise between the two (the least of each half is its first sample at rest); a
+// load that ended within the bucket, none.
+func (h *history) late() (float64, time.Duration) {
+	n := len(h.idleT)
+	if n < 2 {
+		return 0, 0
+	}
+	mid := h.idleT[n-1] / 2
+	a, b := math.Inf(1), math.Inf(1)
+	for i, t := range h.idleT {
+		if t < mid {
+			a = math.Min(a, h.idleV[i])
+		} else {
+			b = math.Min(b, h.idleV[i])
+		}
+	}
+	if math.IsInf(a, 1) || math.IsInf(b, 1) {
+		return 0, 0
+	}
+	return b - a, time.Duration(h.idleT[n-1] * float64(time.Second))
 }

@@ -1008,7 +1008,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// before (x_sparse_cadence_leak's slowest seed too: 84 → 141 min). Once started, the
 	// quarter's slope keeps it as before, so a slow leak's verdict does not flap.
 	slowStart := v.recent.rise >= v.sigRecent
-	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && !v.idleGone && urgent {
+	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && v.goes && !v.idleGone && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
 		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
@@ -1112,7 +1112,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	cleared := v.clear == clearLoad || (v.clear == clearRest && !young)
 	*g = growState{}
 	switch {
-	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even) || (cleared && !v.slowing && !v.idleLost)):
+	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even && v.goes) || (cleared && !v.slowing && !v.idleLost)):
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
 	case shortOK:
 		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a

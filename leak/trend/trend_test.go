@@ -1888,6 +1888,49 @@ func TestReloadAtRestNotFast(t *testing.T) {
 	leak.run(t).pagedWithin(t, at, 0, 2*time.Minute, "")
 }
 
+// TestReloadNotUrgent: near a full GPU the urgent fast rule pages on three floors that
+// rose steeply and evenly, each its bucket's least sample, so it judges a load a bucket
+// after it ended: 8 GiB of weights loaded beside the old in a minute, from 18 s into a
+// bucket, lift the floors of the next three buckets by 1.6, 4 and 2.4 GiB while the
+// third stands still. It paged there for one bucket (x_model_reload: 9 of 100 without
+// the counts); the newest bucket must still rise within itself (lateGoes). A leak at
+// the same pace still pages within two minutes, with its forecast.
+func TestReloadNotUrgent(t *testing.T) {
+	const gib = 1024 * mib
+	at := 40*time.Minute + 18*time.Second
+	tick := func(el time.Duration) int { return int(el / (2 * time.Second)) }
+	withRequests := func(f func(time.Duration) float64) func(time.Duration) float64 {
+		return func(el time.Duration) float64 {
+			if tick(el)%3 == 0 {
+				return f(el)
+			}
+			return f(el) + (200+100*float64(tick(el)%5))*mib
+		}
+	}
+	reload := func(el time.Duration) float64 {
+		v := 8.0 * gib
+		switch d := el - at; {
+		case d >= 0 && d < time.Minute:
+			v += 8 * gib * d.Seconds() / 60
+		case d >= time.Minute && d < 4*time.Minute:
+			v += 8 * gib
+		}
+		return v
+	}
+	sc := onGPU(withRequests(reload), 40*gib, 60*time.Minute)
+	sc.every = 2 * time.Second
+	if r := sc.run(t); r.alerted(0) >= 0 {
+		t.Errorf("weights reloaded near a full GPU paged at %s:%s", r.alerted(0), r)
+	}
+	leak := onGPU(withRequests(line(8*gib, 8*gib, at)), 40*gib, 45*time.Minute)
+	leak.every = 2 * time.Second
+	r := leak.run(t)
+	r.pagedWithin(t, at, 0, 2*time.Minute, "fast enough to fill the GPU soon")
+	if len(r.forecasts) == 0 {
+		t.Errorf("no exhaustion forecast for a leak that fills the GPU in 5 minutes")
+	}
+}
+
 // TestFirstLongGenerationConfirmed: on a roomy GPU the fast rule's run clear of load
 // pages only once the bucket after it confirms the rise: a process's first generation
 // longer than the run (4 minutes at 500 MiB/min, nothing given back before it to compare
