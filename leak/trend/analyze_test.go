@@ -171,3 +171,29 @@ func TestTwoWay(t *testing.T) {
 		}
 	}
 }
+
+// TestGradual: a collector's ramp climbs over its length, in lumps at most; a cache
+// that swaps an item for a larger one climbs in one bucket and holds.
+func TestGradual(t *testing.T) {
+	xs := func(n int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = float64(i - n + 1)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		ps   []float64
+		want bool
+	}{
+		{"a line", []float64{100, 110, 120, 130, 140, 150, 160, 170, 180}, true},
+		{"lumps, the largest two thirds", []float64{100, 100, 105, 105, 305, 305, 310, 400, 400}, true},
+		{"a step held", []float64{100, 800, 800, 800, 800, 800, 800, 800, 800}, false},
+		{"a step held, noisy", []float64{100, 101, 800, 799, 801, 802, 800, 803, 805}, false},
+	} {
+		if got := gradual(0, len(tc.ps)-1, xs(len(tc.ps)), tc.ps); got != tc.want {
+			t.Errorf("%s: gradual = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
