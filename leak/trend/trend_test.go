@@ -1845,6 +1845,37 @@ func TestSawtoothTroughsRise(t *testing.T) {
 	}
 }
 
+// thirdAtRestLoad: sampled every 2 s, a process at rest in one sample of three, a
+// request in flight in the others.
+func thirdAtRestLoad(el time.Duration) uint32 {
+	if int(el/(2*time.Second))%3 == 0 {
+		return 0
+	}
+	return 1
+}
+
+// thirdAtRest adds thirdAtRestLoad's requests, of 200–600 MiB, on top of f.
+func thirdAtRest(f func(time.Duration) float64) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		tick := int(el / (2 * time.Second))
+		return f(el) + float64(thirdAtRestLoad(el))*(200+100*float64(tick%5))*mib
+	}
+}
+
+// reloadBeside is base, with size more loaded beside it over a minute from at, both held
+// three minutes, then the old freed: weights reloaded.
+func reloadBeside(base, size float64, at time.Duration) func(time.Duration) float64 {
+	return func(el time.Duration) float64 {
+		switch d := el - at; {
+		case d >= 0 && d < time.Minute:
+			return base + size*d.Seconds()/60
+		case d >= time.Minute && d < 4*time.Minute:
+			return base + size
+		}
+		return base
+	}
+}
+
 // TestReloadAtRestNotFast: where the client counts its requests, a model's new weights
 // loaded beside the old at rest (6 GiB in 60 s from mid-bucket, both held 3 minutes, the
 // old freed) lift three floors in a row by far more than the fast step, at rest; the
@@ -1854,37 +1885,14 @@ func TestSawtoothTroughsRise(t *testing.T) {
 // bucket, pages within two minutes as before.
 func TestReloadAtRestNotFast(t *testing.T) {
 	at := 40*time.Minute + 12*time.Second
-	// Sampled every 2 s, at rest in one sample of three, a request of 200–600 MiB in
-	// flight in the others.
-	tick := func(el time.Duration) int { return int(el / (2 * time.Second)) }
-	load := func(el time.Duration) uint32 {
-		if tick(el)%3 == 0 {
-			return 0
-		}
-		return 1
-	}
-	withRequests := func(f func(time.Duration) float64) func(time.Duration) float64 {
-		return func(el time.Duration) float64 {
-			return f(el) + float64(load(el))*(200+100*float64(tick(el)%5))*mib
-		}
-	}
-	reload := func(el time.Duration) float64 {
-		v := float64(8192 * mib)
-		switch d := el - at; {
-		case d >= 0 && d < time.Minute:
-			v += 6144 * mib * d.Seconds() / 60
-		case d >= time.Minute && d < 4*time.Minute:
-			v += 6144 * mib
-		}
-		return v
-	}
-	sc := roomy(withRequests(reload), 60*time.Minute)
-	sc.every, sc.inFlight = 2*time.Second, load
+	reload := reloadBeside(8192*mib, 6144*mib, at)
+	sc := roomy(thirdAtRest(reload), 60*time.Minute)
+	sc.every, sc.inFlight = 2*time.Second, thirdAtRestLoad
 	if r := sc.run(t); r.alerted(0) >= 0 {
 		t.Errorf("weights reloaded at rest paged at %s:%s", r.alerted(0), r)
 	}
-	leak := roomy(withRequests(line(8192*mib, 6144*mib, at)), 50*time.Minute)
-	leak.every, leak.inFlight = 2*time.Second, load
+	leak := roomy(thirdAtRest(line(8192*mib, 6144*mib, at)), 50*time.Minute)
+	leak.every, leak.inFlight = 2*time.Second, thirdAtRestLoad
 	leak.run(t).pagedWithin(t, at, 0, 2*time.Minute, "")
 }
 
@@ -1898,31 +1906,13 @@ func TestReloadAtRestNotFast(t *testing.T) {
 func TestReloadNotUrgent(t *testing.T) {
 	const gib = 1024 * mib
 	at := 40*time.Minute + 18*time.Second
-	tick := func(el time.Duration) int { return int(el / (2 * time.Second)) }
-	withRequests := func(f func(time.Duration) float64) func(time.Duration) float64 {
-		return func(el time.Duration) float64 {
-			if tick(el)%3 == 0 {
-				return f(el)
-			}
-			return f(el) + (200+100*float64(tick(el)%5))*mib
-		}
-	}
-	reload := func(el time.Duration) float64 {
-		v := 8.0 * gib
-		switch d := el - at; {
-		case d >= 0 && d < time.Minute:
-			v += 8 * gib * d.Seconds() / 60
-		case d >= time.Minute && d < 4*time.Minute:
-			v += 8 * gib
-		}
-		return v
-	}
-	sc := onGPU(withRequests(reload), 40*gib, 60*time.Minute)
+	reload := reloadBeside(8*gib, 8*gib, at)
+	sc := onGPU(thirdAtRest(reload), 40*gib, 60*time.Minute)
 	sc.every = 2 * time.Second
 	if r := sc.run(t); r.alerted(0) >= 0 {
 		t.Errorf("weights reloaded near a full GPU paged at %s:%s", r.alerted(0), r)
 	}
-	leak := onGPU(withRequests(line(8*gib, 8*gib, at)), 40*gib, 45*time.Minute)
+	leak := onGPU(thirdAtRest(line(8*gib, 8*gib, at)), 40*gib, 45*time.Minute)
 	leak.every = 2 * time.Second
 	r := leak.run(t)
 	r.pagedWithin(t, at, 0, 2*time.Minute, "fast enough to fill the GPU soon")
