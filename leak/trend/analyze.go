@@ -90,7 +90,7 @@ type view struct {
 	rigid    bool      // the fast rise shifted its buckets' samples up, it did not stretch them
 	clear    clearance // and how it cleared what load could explain (see fastRule): it may page on a roomy GPU
 	even     bool      // its newest two buckets rose within steadyRise of each other (urgent pages need it)
-	goes     bool      // the newest bucket still rose within itself (see lateGoes; urgent pages need it)
+	goes     bool      // the newest bucket did not stand still within itself (see lateGoes; urgent pages need it)
 	// stretched: the newest half of the short window's buckets spread wider than the
 	// buckets before it (see stretched): load in flight, not a leak, lifted the floor.
 	stretched bool
@@ -443,10 +443,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// told: the client said which of bucket i's samples were at rest (the idle counts
 	// are its own, not inferred), on the column those counts are for.
 	told := func(i int) bool { return c == h.idleCol && h.reportedAt(h.last+int64(xs[i])) }
+	v.goes = c != h.idleCol || lateGoes(h, cfg.FastRate)
 	// going: at rest, the newest bucket's last sample stood above its first by a quarter
 	// of what the fast step puts between them, where the client said which were at rest
 	// and they span half a bucket or more (see fastRule's clearRest).
-	v.goes = c != h.idleCol || lateGoes(h, cfg.FastRate)
 	going := true
 	if c == h.idleCol && h.restSpan >= cfg.Bucket/2 {
 		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
