@@ -47,11 +47,14 @@ saw_metas=()
 : > "$OUT/trace-pids.txt"
 for loop in staircase cache_fill adapter_churn burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak first_traffic; do
   # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has. The load loops
-  # count their requests with the client's request(): traffic from 90 s that climbs for
-  # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back.
+  # count their requests with the client's request(): traffic from 60 s that climbs for
+  # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back. From 60 s, not 90
+  # (rounds 8-21): the leak under it is hidden until the traffic ends, and from 90 s that
+  # left it 2 minutes at rest before the trace ends; rounds 13-21 flagged it 16-33 s
+  # before the end, and round 22's first H100 run not at all.
   mode=$loop onset=$LEAK_ONSET extra=()
   case $loop in
-    load_climb*) extra=(--report-load --load-at 90 --load-rise "$LOAD_RISE" --load-hold 60 --load-peak 24) ;;
+    load_climb*) extra=(--report-load --load-at 60 --load-rise "$LOAD_RISE" --load-hold 60 --load-peak 24) ;;
     fast_leak_counted) mode=fast_leak onset=$COUNTED_ONSET extra=(--report-load --name "$loop") ;;
   esac
   python3 "$here/gpu/serve_loop.py" --mode "$mode" --socket "$sock" --seconds "$TRACE_SECONDS" \
