@@ -463,3 +463,50 @@ func TestLongGenerationConfirmed(t *testing.T) {
 		t.Errorf("fast_leak seeds %v: %d missed, delays %v", seeds, r.Missed, r.Delays)
 	}
 }
+
+// TestShortLineNotHeldForRun: where another rule sees a leak's rise at the same bucket
+// close as the fast rule's run clear of load, or while that run still waits (the next
+// bucket's confirmation, a young process's hold), the other rule pages then (round 23:
+// cuda_context_short_leak seeds 1, 2, 7 and 27 paged 10 s later, 41, 59 and 97 40–50 s
+// later, once the fast rule took runs that a bucket's idle phase had broken before).
+func TestShortLineNotHeldForRun(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 7, 27, 41, 59, 97} {
+		var buf bytes.Buffer
+		if err := ShowClass("cuda_context_short_leak", seed, false, trend.DefaultConfig(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		first := ""
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && f[4] == string(trend.Leak) {
+				first = line
+				break
+			}
+		}
+		if !strings.Contains(first, "(fit ") || strings.Contains(first, "beyond what load explains") {
+			t.Errorf("cuda_context_short_leak seed %d: first page %q, want another rule's line (fit …), not the run's later:\n%s", seed, first, buf.String())
+		}
+	}
+}
+
+// TestRunsAtRestNotClear: a cache that fills from a young process's first traffic keeps
+// its moments at rest as a leak does; its run is not clear of load by them (round 23:
+// x_cache_fill_slow seed 5 paged for two minutes when it was), only by a rise past what
+// its requests take.
+//
+// Nor on a collector's sawtooth: garbage accrues at a steady pace, so once the pace is
+// taken off every sample of a ramp is back at its floor (x_gc_sawtooth_threshold seed
+// 18, a ramp of 539 MiB/min steeper than the ones before it, paged for three minutes).
+// And a rule that takes a run's rise while the run waits (see
+// TestShortLineNotHeldForRun) judges its youth from when the run began: x_cache_fill_slow
+// seed 20's run began in the process's youth and was held; the short rule's line, begun
+// a bucket after its youth, paged at once.
+func TestRunsAtRestNotClear(t *testing.T) {
+	for _, tc := range []struct {
+		class string
+		seed  uint64
+	}{{"x_cache_fill_slow", 5}, {"x_gc_sawtooth_threshold", 18}, {"x_cache_fill_slow", 20}} {
+		if r := sweepLoad(t, tc.class, []uint64{tc.seed}, false); r.FalseAlarms != 0 {
+			t.Errorf("%s seed %d: %d false alarms, want none", tc.class, tc.seed, r.FalseAlarms)
+		}
+	}
+}

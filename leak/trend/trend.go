@@ -747,26 +747,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		}
 		return "a young process (its warm-up just over)"
 	}
-	for c := range numCols {
-		v := &views[c]
-		if !pushing && c == colUsed {
-			// NVML's used holds the allocator cache's high-water mark, which creeps up
-			// ever more rarely long after the warm-up: over the long window that is a
-			// slow staircase, like a slow leak. The slow rule is for allocator stats.
-			v.envLong.ok = false
-		}
-		e.track(&p.grow[c], v, now, urgent(v), filling(v), youngAt(now), newTraffic(now))
-		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
-			// Growth seen on the newest half of the window: until the whole window's line
-			// catches up (most of it is before the onset, and it may still be flat), the
-			// short window's exported slope is the half's, which the verdict rests on.
-			growth[shortAt[c]] = e.exported(v.half, colNames[c], WindowShort)
-		}
-	}
-	// wait is how much longer column c's growth must go on before it pages, and why: 0
-	// once it may; -1 when nothing grows.
-	wait := func(c int) (time.Duration, string) {
-		g := &p.grow[c]
+	// waitFor is how much longer growth g of column c must go on before it pages, and
+	// why: 0 once it may; -1 when nothing grows. wait is column c's own growth's.
+	waitFor := func(c int, g *growState) (time.Duration, string) {
 		if !views[c].present || !g.growing() {
 			return -1, ""
 		}
@@ -805,6 +788,28 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			}
 		}
 		return max(need-now.Sub(g.since), 0), why
+	}
+	wait := func(c int) (time.Duration, string) { return waitFor(c, &p.grow[c]) }
+	// pagesNow: whether growth g of column c would page at this close (see track).
+	pagesNow := func(c int, g *growState) bool {
+		left, _ := waitFor(c, g)
+		return left == 0
+	}
+	for c := range numCols {
+		v := &views[c]
+		if !pushing && c == colUsed {
+			// NVML's used holds the allocator cache's high-water mark, which creeps up
+			// ever more rarely long after the warm-up: over the long window that is a
+			// slow staircase, like a slow leak. The slow rule is for allocator stats.
+			v.envLong.ok = false
+		}
+		e.track(&p.grow[c], v, now, urgent(v), filling(v), youngAt(now), newTraffic(now), c, pagesNow)
+		if g := &p.grow[c]; g.early && g.rule == ruleShort && shortAt[c] >= 0 && v.half.ok && v.half.slope > v.short.slope {
+			// Growth seen on the newest half of the window: until the whole window's line
+			// catches up (most of it is before the onset, and it may still be flat), the
+			// short window's exported slope is the half's, which the verdict rests on.
+			growth[shortAt[c]] = e.exported(v.half, colNames[c], WindowShort)
+		}
 	}
 	sustained := func(c int) bool {
 		left, _ := wait(c)
@@ -955,7 +960,7 @@ func (e *Engine) qualifies(f fitResult) bool {
 // stretch of the long window for the slow rule, the rise's own buckets for the fast
 // rule), unless filling: at the judged pace the GPU runs out within urgentWindows short
 // windows, where a late page costs the out-of-memory error.
-func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, young, fresh bool) {
+func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, young, fresh bool, c int, pagesNow func(int, *growState) bool) {
 	cfg := &e.cfg
 	b := cfg.Bucket.Seconds()
 	if !v.present {
@@ -1008,6 +1013,132 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// before (x_sparse_cadence_leak's slowest seed too: 84 → 141 min). Once started, the
 	// quarter's slope keeps it as before, so a slow leak's verdict does not flap.
 	slowStart := v.recent.rise >= v.sigRecent
+	// The short rule's two starts, and whether the lost idle moments hold them.
+	// A rise that is the next ramp of the series' sawtooth (see sawCycles.ramp) is held
+	// too, unless filling: it is judged on the troughs when the collection comes.
+	saw := v.sawRamp && !filling
+	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing
+	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing
+	// Floors the client said were at rest that rise as a line free a rise the lost idle
+	// moments would hold: load does not lift them.
+	atRest := e.qualifies(v.atRest)
+	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedRest
+	held := v.idleLost && !filling && !atRest
+	// Nor where the newest collection came back no higher than the one before, after one
+	// that rose by sig (see risingTroughs): the envelope under a sawtooth lags the memory
+	// that stays. Not on any flat pair: a leak too slow to lift a trough by sig/2 in a
+	// cycle shows such pairs all along (x_gc_sawtooth_wide_leak seed 11, 2.36 MiB/min,
+	// flagged 32 minutes later).
+	// Nor where the judged window's floors stepped down as well as up, sharply (see
+	// twoWay): a cache at capacity swapping items of different sizes walks at random,
+	// and its runs of swaps that grew are staircases, not memory that stays.
+	free := !held && !saw && !v.troughs.halted && !v.twoWay
+	shortOK, halfOK := shortRise && free, halfRise && free
+	// A rise clear of load by the client's counts is not for a young process (see
+	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
+	// for minutes.
+	// Nor one clear of load only by its moments at rest (clearIdle): a cache that fills
+	// from a young process's first traffic keeps them as a leak does, and its rise passes
+	// the requests' size only later, where it has slowed (measured on 100 seeds of
+	// -stress: x_cache_fill_slow 19 → 23 false verdicts, x_gc_sawtooth_threshold 0 → 1,
+	// with such runs let page in a young process too).
+	cleared := v.clear == clearLoad || ((v.clear == clearRest || v.clear == clearIdle) && !young)
+	// begin starts growth on what the rules see at this close, the fast rule's run clear
+	// of load on a roomy GPU only where runOK.
+	begin := func(g *growState, runOK bool) {
+		*g = growState{}
+		switch {
+		case v.fast && v.rigid && !v.idleGone && ((urgent && v.even && v.goes) || (runOK && cleared && !v.slowing && !v.idleLost)):
+			*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
+		case shortOK:
+			// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
+			// leak's noise rarely does) is a saturated server's plateau,
+			// whose floor is the least load in flight, fitted together with the ramp before
+			// it (TestSaturatedPlateau; measured: 14 of 30 load_ramp pages gone, no leak
+			// class slower). A rise whose newest buckets stretch (see stretched) is load in
+			// flight at any slope: a load ramp's climb and hold fit a line over the short
+			// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
+			// no leak class slower by more than a second).
+			*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line, steep: v.judge.slope/b >= cfg.FastRate}
+		case halfOK:
+			// A rise that began within the short window, judged on the newest half of it
+			// (allocated and memory outside the allocator, see judge). Only as smooth as a
+			// line, once it went on for earlyPersist, and slower than the fast rate: a
+			// saturated server's floor ramps for minutes as smoothly as a leak's, and at such
+			// paces (TestSaturatedBurst: 400 MiB/min for three minutes) only the fast rule's
+			// tests of load tell it from one (measured on 100 seeds: without this bound 4 more
+			// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
+			// class). Not on a stretched rise either (see above).
+			*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
+		case v.troughs.rising && v.troughs.slope/b >= cfg.MinRate && !held:
+			// Under a collector's sawtooth the judged window is three envelope widths, and
+			// its robust line turns only once the leak holds more than half of it: a leak
+			// of 1–20 MiB/min under the sawtooth was flagged 32 minutes after its
+			// onset (median, gc_sawtooth_rising_floor). Each collection comes back to the
+			// memory that stays, so two troughs in a row each higher than the one before
+			// by more than the noise, where the floor stayed from then on, are the leak
+			// (see risingTroughs): 20 minutes, no false verdict more on any class, built
+			// or outside the built ranges (docs/leak-detection.md, round 18).
+			*g = growState{rule: ruleTrough, since: now, slope: v.troughs.slope / b, fit: 1}
+		case v.idleLost && atRest && !filling && !v.slowing:
+			// The rise the lost idle moments hid, on the floors at rest (see restFit; where
+			// the client does not count its requests, exactFit infers them).
+			*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
+		case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.twoWayLong && !v.troughs.halted && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
+			// Nor where the floors since the warm-up stepped down as well as up, sharply and
+			// by 4 sig or more each (see twoWayLong): a cache at capacity whose swaps drifted
+			// up for an hour, toward the mean of its items' sizes, fits the long window's line
+			// as well as a slow leak (measured on 100 seeds of -stress: x_adapter_churn 20 →
+			// 13 false verdicts, x_adapter_churn_ranks 16 → 9). At sig a busy server's floors
+			// step both ways by its load: two leaks under a day's traffic that this rule
+			// flagged 98 and 102 minutes after their onset were missed, and x_slow_leak_busy
+			// went 7 → 13 over two hours; at 4 sig the cost is two leaks it flagged 1h55m and
+			// 1h58m after their onset, now missed (busy_leak seed 97, x_slow_leak_busy 13),
+			// and two of x_slow_leak_busy flagged 22 and 29 minutes later.
+			// Not while the traffic is new (fresh, see judge's newTraffic): that is the short
+			// rule's to judge, on probation. The slow rule is for growth that can wait, and
+			// at settings whose long window is under four short windows (short-trace.yml's
+			// is two) half of one after the first request comes before probation ends. Only
+			// for new traffic: the same bound after the warm-up's end missed the H200 leak
+			// under a load climb that the slow rule flags 3m36s after its onset.
+			*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
+		case v.idleLostLong && slowAtRest && !filling && !fresh:
+			// The slow rule on the floors at rest, where some stretch of the long window had
+			// none: its envelope is the load's climb, they are not.
+			*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}
+		case (held || saw) && shortRise:
+			g.held, g.saw = v.judge.slope/b, !held
+		case (held || saw) && halfRise:
+			g.held, g.saw = v.half.slope/b, !held
+		}
+	}
+	// pending: a run clear of load on a roomy GPU that has still to page (the next bucket's
+	// confirmation, a young process's youngHold; see wait). It does not hold back another
+	// rule that would page now: without this a leak that the short rule saw as a line at
+	// the same close, or a close after the run qualified, paged a bucket or two later
+	// (cuda_context_short_leak: seeds 1, 2, 7 and 27 10 s later, 41, 59 and 97 40–50 s,
+	// two of them past the 2 minutes their pace is given, once round 23's fast rule took
+	// runs that a bucket's idle phase had broken before).
+	pending := func(g *growState) bool {
+		return g.rule == ruleFast && g.roomy && !g.rest && pagesNow != nil && !pagesNow(c, g)
+	}
+	// other: the growth another rule starts at this close, if it would page now, takes
+	// g's place. It dates from g's start: a young process's run is held (youngHold), and
+	// the same rise seen a bucket after its youth ended must not page for that alone (a
+	// cache filling from its first traffic, x_cache_fill_slow seed 20).
+	other := func(g *growState) bool {
+		var alt growState
+		begin(&alt, false)
+		alt.since = g.since
+		if alt.growing() && pagesNow(c, &alt) {
+			*g = alt
+			return true
+		}
+		return false
+	}
+	if g.growing() && pending(g) && other(g) {
+		return
+	}
 	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && v.goes && !v.idleGone && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
 		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
@@ -1085,95 +1216,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		}
 		return
 	}
-	// The short rule's two starts, and whether the lost idle moments hold them.
-	// A rise that is the next ramp of the series' sawtooth (see sawCycles.ramp) is held
-	// too, unless filling: it is judged on the troughs when the collection comes.
-	saw := v.sawRamp && !filling
-	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing
-	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing
-	// Floors the client said were at rest that rise as a line free a rise the lost idle
-	// moments would hold: load does not lift them.
-	atRest := e.qualifies(v.atRest)
-	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedRest
-	held := v.idleLost && !filling && !atRest
-	// Nor where the newest collection came back no higher than the one before, after one
-	// that rose by sig (see risingTroughs): the envelope under a sawtooth lags the memory
-	// that stays. Not on any flat pair: a leak too slow to lift a trough by sig/2 in a
-	// cycle shows such pairs all along (x_gc_sawtooth_wide_leak seed 11, 2.36 MiB/min,
-	// flagged 32 minutes later).
-	// Nor where the judged window's floors stepped down as well as up, sharply (see
-	// twoWay): a cache at capacity swapping items of different sizes walks at random,
-	// and its runs of swaps that grew are staircases, not memory that stays.
-	free := !held && !saw && !v.troughs.halted && !v.twoWay
-	shortOK, halfOK := shortRise && free, halfRise && free
-	// A rise clear of load by the client's counts is not for a young process (see
-	// fastRule): at rest, a cache that fills as traffic first arrives rises like a leak
-	// for minutes.
-	cleared := v.clear == clearLoad || (v.clear == clearRest && !young)
-	*g = growState{}
-	switch {
-	case v.fast && v.rigid && !v.idleGone && ((urgent && v.even && v.goes) || (cleared && !v.slowing && !v.idleLost)):
-		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
-	case shortOK:
-		// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
-		// leak's noise rarely does) is a saturated server's plateau,
-		// whose floor is the least load in flight, fitted together with the ramp before
-		// it (TestSaturatedPlateau; measured: 14 of 30 load_ramp pages gone, no leak
-		// class slower). A rise whose newest buckets stretch (see stretched) is load in
-		// flight at any slope: a load ramp's climb and hold fit a line over the short
-		// window (TestLoadRampStretched; measured on 100 seeds: load_ramp 16 → 2 pages,
-		// no leak class slower by more than a second).
-		*g = growState{rule: ruleShort, since: now, slope: v.judge.slope / b, fit: v.judge.r2, line: v.line, steep: v.judge.slope/b >= cfg.FastRate}
-	case halfOK:
-		// A rise that began within the short window, judged on the newest half of it
-		// (allocated and memory outside the allocator, see judge). Only as smooth as a
-		// line, once it went on for earlyPersist, and slower than the fast rate: a
-		// saturated server's floor ramps for minutes as smoothly as a leak's, and at such
-		// paces (TestSaturatedBurst: 400 MiB/min for three minutes) only the fast rule's
-		// tests of load tell it from one (measured on 100 seeds: without this bound 4 more
-		// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
-		// class). Not on a stretched rise either (see above).
-		*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-	case v.troughs.rising && v.troughs.slope/b >= cfg.MinRate && !held:
-		// Under a collector's sawtooth the judged window is three envelope widths, and
-		// its robust line turns only once the leak holds more than half of it: a leak
-		// of 1–20 MiB/min under the sawtooth was flagged 32 minutes after its
-		// onset (median, gc_sawtooth_rising_floor). Each collection comes back to the
-		// memory that stays, so two troughs in a row each higher than the one before
-		// by more than the noise, where the floor stayed from then on, are the leak
-		// (see risingTroughs): 20 minutes, no false verdict more on any class, built
-		// or outside the built ranges (docs/leak-detection.md, round 18).
-		*g = growState{rule: ruleTrough, since: now, slope: v.troughs.slope / b, fit: 1}
-	case v.idleLost && atRest && !filling && !v.slowing:
-		// The rise the lost idle moments hid, on the floors at rest (see restFit; where
-		// the client does not count its requests, exactFit infers them).
-		*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
-	case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.twoWayLong && !v.troughs.halted && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
-		// Nor where the floors since the warm-up stepped down as well as up, sharply and
-		// by 4 sig or more each (see twoWayLong): a cache at capacity whose swaps drifted
-		// up for an hour, toward the mean of its items' sizes, fits the long window's line
-		// as well as a slow leak (measured on 100 seeds of -stress: x_adapter_churn 20 →
-		// 13 false verdicts, x_adapter_churn_ranks 16 → 9). At sig a busy server's floors
-		// step both ways by its load: two leaks under a day's traffic that this rule
-		// flagged 98 and 102 minutes after their onset were missed, and x_slow_leak_busy
-		// went 7 → 13 over two hours; at 4 sig the cost is two leaks it flagged 1h55m and
-		// 1h58m after their onset, now missed (busy_leak seed 97, x_slow_leak_busy 13),
-		// and two of x_slow_leak_busy flagged 22 and 29 minutes later.
-		// Not while the traffic is new (fresh, see judge's newTraffic): that is the short
-		// rule's to judge, on probation. The slow rule is for growth that can wait, and
-		// at settings whose long window is under four short windows (short-trace.yml's
-		// is two) half of one after the first request comes before probation ends. Only
-		// for new traffic: the same bound after the warm-up's end missed the H200 leak
-		// under a load climb that the slow rule flags 3m36s after its onset.
-		*g = growState{rule: ruleSlow, since: now, slope: v.envLong.slope / b, fit: v.envLong.r2}
-	case v.idleLostLong && slowAtRest && !filling && !fresh:
-		// The slow rule on the floors at rest, where some stretch of the long window had
-		// none: its envelope is the load's climb, they are not.
-		*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}
-	case (held || saw) && shortRise:
-		g.held, g.saw = v.judge.slope/b, !held
-	case (held || saw) && halfRise:
-		g.held, g.saw = v.half.slope/b, !held
+	begin(g, true)
+	if g.growing() && pending(g) {
+		other(g)
 	}
 }
 
@@ -1203,7 +1248,7 @@ func (e *Engine) judgeGPU(g *gpu, now time.Time) {
 		g.grow = growState{}
 		return
 	}
-	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false, false, false)
+	e.track(&g.grow, &v, now, g.total > 0 && v.fastRate > 0 && g.total-g.used < v.fastRate*e.cfg.ShortWindow.Seconds(), false, false, false, 0, nil)
 	if g.grow.growing() && g.grow.slope > 0 && g.total > 0 {
 		g.res.ExhaustionSeconds = math.Max(g.total-g.used, 0) / g.grow.slope
 		g.res.ExhaustionValid = true

@@ -1068,6 +1068,47 @@ func TestFastLeakRoomy(t *testing.T) {
 		"buckets in a row over a quiet floor, beyond what load explains")
 }
 
+// TestFastLeakRoomyLargeRequests: a leak of 100 MiB/min, twice the fast rate, under
+// requests of 600 MiB that leave the process at rest at irregular moments, pages by the
+// fast rule within 5 minutes of its onset, before its rise passes what the requests
+// take (6 minutes). Each bucket's floor is its first moment at rest, anywhere in the
+// bucket, so the floor's rises jitter between nothing and two buckets of the leak: one
+// short of the fast step must not end the run (see fastRule's steep), and a run whose
+// buckets kept the quiet window's moments at rest is not the least load in flight
+// (round 23: suite/leak_alloc_100mib 6m30s before, on all 100 seeds).
+func TestFastLeakRoomyLargeRequests(t *testing.T) {
+	onset := 30*time.Minute + 7*time.Second
+	leak := line(8192*mib, 100*mib, onset)
+	requests := func(rest func(i uint64) bool) func(time.Duration) float64 {
+		return func(el time.Duration) float64 {
+			i := uint64(el / (5 * time.Second))
+			if rest(i) {
+				return leak(el)
+			}
+			return leak(el) + 600*mib*float64(1+(i*40503)>>5%4)/4
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		rest func(i uint64) bool // whether the i-th 5-second sample is at rest
+	}{
+		{"one sample in three, at no fixed phase", func(i uint64) bool { return (i*2654435761)>>9%3 == 0 }},
+		// A bucket in four at rest only at its end, the others only at their start: the
+		// floor after it rises by a third of the leak's bucket, short of the fast step.
+		{"late in one bucket in four", func(i uint64) bool {
+			if i/6%4 == 1 {
+				return i%6 >= 4
+			}
+			return i%6 <= 1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			roomy(requests(tc.rest), 45*time.Minute).run(t).pagedWithin(t, onset, 3*time.Minute, 5*time.Minute,
+				"buckets in a row over a quiet floor, beyond what load explains")
+		})
+	}
+}
+
 // TestFastRuleRoomyLookAlikes: on a roomy GPU, rises as steep and as rigid as a leak's
 // that are not one: each is told apart by one of the fast rule's tests of a rise clear of
 // load (see fastRule), and none pages.
