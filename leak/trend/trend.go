@@ -1040,8 +1040,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// Nor one clear of load only by its moments at rest (clearIdle): a cache that fills
 	// from a young process's first traffic keeps them as a leak does, and its rise passes
 	// the requests' size only later, where it has slowed (measured on 100 seeds of
-	// -stress: x_cache_fill_slow 19 → 23 false verdicts, x_gc_sawtooth_threshold 0 → 1,
-	// with such runs let page in a young process too).
+	// -stress with such runs let page in a young process too: x_cache_fill_slow 19 → 23
+	// false verdicts; 20 without).
 	cleared := v.clear == clearLoad || ((v.clear == clearRest || v.clear == clearIdle) && !young)
 	// begin starts growth on what the rules see at this close, the fast rule's run clear
 	// of load on a roomy GPU only where runOK.
