@@ -140,9 +140,10 @@ func holdRequest(t *testing.T, addr string) net.Conn {
 // connection answered says the server accepted the stuck one, not that its handler began
 // (net/http answers a request it first reads during shutdown without waiting for its
 // body, and closes the connection: seen once in a full run of the package under -race,
-// not in 130 runs of this test alone). So an attempt ends either way, each checked: the
-// grace period's log line, or the stuck client answered and its connection closed; until
-// an attempt takes the first way, at most five.
+// not in 130 runs of this test alone), or closes it unanswered as the process exits.
+// So an attempt ends any of these ways, each checked: the grace period's log line, or
+// the stuck client answered and its connection closed, or closed; until an attempt
+// takes the first way, at most five.
 func TestDaemonStopsCleanlyWithAStuckClient(t *testing.T) {
 	const attempts = 5
 	for i := 1; i <= attempts; i++ {
@@ -162,10 +163,19 @@ func TestDaemonStopsCleanlyWithAStuckClient(t *testing.T) {
 		}
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 		b, err := io.ReadAll(c)
-		if err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 ") {
-			t.Fatalf("attempt %d: no log line says the stuck connection was closed, and the stuck request was not answered (%q, %v): %v", i, b, err, d.logLines())
+		switch {
+		case err == nil && len(b) == 0:
+			// Closed, unanswered: seen once in a CI run of the package under -race
+			// (round 23), the daemon logging "stopped cleanly" 2 ms after "shutting
+			// down": net/http's Shutdown found nothing in flight to wait for, and the
+			// connection ended as the process exited. The client sees it end, as with
+			// any server that stops; the daemon held nothing open.
+			t.Logf("attempt %d: the stuck connection was closed unanswered as the daemon exited; again", i)
+		case err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 "):
+			t.Fatalf("attempt %d: no log line says the stuck connection was closed, and the stuck request was neither answered nor closed (%q, %v): %v", i, b, err, d.logLines())
+		default:
+			t.Logf("attempt %d: the stuck request was read only after SIGTERM, answered and closed; again", i)
 		}
-		t.Logf("attempt %d: the stuck request was read only after SIGTERM, answered and closed; again", i)
 	}
 	t.Errorf("in %d attempts the stuck request was never mid-request at SIGTERM: the test no longer shows the grace period", attempts)
 }
