@@ -1112,21 +1112,20 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			g.held, g.saw = v.half.slope/b, !held
 		}
 	}
-	// pending: a run clear of load on a roomy GPU that has still to page (the next bucket's
-	// confirmation, a young process's youngHold; see wait). It does not hold back another
-	// rule that would page now: without this a leak that the short rule saw as a line at
-	// the same close, or a close after the run qualified, paged a bucket or two later
-	// (cuda_context_short_leak: seeds 1, 2, 7 and 27 10 s later, 41, 59 and 97 40–50 s,
-	// two of them past the 2 minutes their pace is given, once round 23's fast rule took
-	// runs that a bucket's idle phase had broken before).
-	pending := func(g *growState) bool {
-		return g.rule == ruleFast && g.roomy && !g.rest && pagesNow != nil && !pagesNow(c, g)
-	}
-	// other: the growth another rule starts at this close, if it would page now, takes
-	// g's place. It dates from g's start: a young process's run is held (youngHold), and
-	// the same rise seen a bucket after its youth ended must not page for that alone (a
-	// cache filling from its first traffic, x_cache_fill_slow seed 20).
-	other := func(g *growState) bool {
+	// yield: growth g, a run clear of load on a roomy GPU that has still to page (the
+	// next bucket's confirmation, a young process's youngHold; see wait), gives way to
+	// the growth another rule starts at this close where that would page now. Without
+	// this a leak that the short rule saw as a line at the same close, or a close after
+	// the run qualified, paged a bucket or two later (cuda_context_short_leak: seeds 1,
+	// 2, 7 and 27 10 s later, 41, 59 and 97 40–50 s, two of them past the 2 minutes their
+	// pace is given, once round 23's fast rule took runs that a bucket's idle phase had
+	// broken before). The other growth dates from g's start: a young process's run is
+	// held, and the same rise seen a bucket after its youth ended must not page for that
+	// alone (a cache filling from its first traffic, x_cache_fill_slow seed 20).
+	yield := func(g *growState) bool {
+		if !g.growing() || g.rule != ruleFast || !g.roomy || g.rest || pagesNow == nil || pagesNow(c, g) {
+			return false
+		}
 		var alt growState
 		begin(&alt, false)
 		alt.since = g.since
@@ -1136,7 +1135,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		}
 		return false
 	}
-	if g.growing() && pending(g) && other(g) {
+	if yield(g) {
 		return
 	}
 	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && v.goes && !v.idleGone && urgent {
@@ -1217,9 +1216,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		return
 	}
 	begin(g, true)
-	if g.growing() && pending(g) {
-		other(g)
-	}
+	yield(g)
 }
 
 // judgeGPU recomputes a GPU's growth and forecast at the close of a bucket.
