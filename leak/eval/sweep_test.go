@@ -510,3 +510,20 @@ func TestRunsAtRestNotClear(t *testing.T) {
 		}
 	}
 }
+
+// TestSaturatedNearFullSeeds: a saturated burst near a full GPU lifts its floor as
+// steeply and evenly as a fast leak, and its buckets keep few of the quiet window's
+// moments at rest: one or two out of tens (seeds 11, 63 and 88 paged on them while only
+// none at all counted as the idle moments gone), or none out of the six samples three
+// buckets hold when sampled every 10 s (seeds 4 and 29), which waits for more (restThin).
+// The leaking twin pages before the GPU runs out on the same seeds.
+func TestSaturatedNearFullSeeds(t *testing.T) {
+	seeds := []uint64{4, 11, 29, 55, 63, 88}
+	if r := sweepLoad(t, "saturated_burst_near_full", seeds, false); r.FalseAlarms != 0 {
+		t.Errorf("saturated_burst_near_full seeds %v: %d false alarms, want none", seeds, r.FalseAlarms)
+	}
+	r := sweepLoad(t, "fast_leak_near_full", seeds, false)
+	if r.Missed != 0 || len(r.Leads) != len(seeds) {
+		t.Errorf("fast_leak_near_full seeds %v: %d missed, %d forecasts before the OOM, want none missed and all forecast", seeds, r.Missed, len(r.Leads))
+	}
+}

@@ -113,8 +113,9 @@ type view struct {
 	// it lost them (the slow rule's).
 	atRestLong fitResult
 	// idleGone: the fast rise's buckets lost the idle moments of the quiet window before
-	// it (see fastRule).
-	idleGone bool
+	// it (see fastRule). restThin: they kept so few that they are no evidence of a leak's
+	// idle moments rising with it yet (see restThin; urgent pages need them).
+	idleGone, restThin bool
 	// sawRamp: the newest rise is the next ramp of a sawtooth the series showed (see
 	// sawCycles.ramp): a collector's cycle, judged on its troughs when it comes back.
 	sawRamp bool
@@ -451,7 +452,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if c == h.idleCol && h.restSpan >= cfg.Bucket/2 {
 		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
 	}
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.idleGone = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
+	var chance float64
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, chance = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
+	v.idleGone, v.restThin = chance <= math.Exp(-2*idleGone/3.0), chance <= restThin
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -584,8 +587,39 @@ const idleExpect = 12
 // the quiet window's share, for none at all to say its idle moments are gone: a leak whose
 // idle moments go on at two thirds of that share has none in 1 of 200 (e^(−⅔·8), where
 // the share is small; fastRule takes the exact chance, (1 − ⅔·share)^samples, to the
-// same bound, which a large share reaches with fewer returns due).
+// same bound, which a large share reaches with fewer returns due). As few returns as the
+// run kept, not only none, are held to that bound (see fastRule's chance).
 const idleGone = 8
+
+// restThin is the chance below which a fast rise's buckets kept too few returns to the
+// floor to page on yet, where the GPU is about to run out (see track): one in ten that a
+// leak whose idle moments go on at two thirds of the quiet window's share keeps as few.
+// A saturated server near a full GPU lifts its floor as steeply and as evenly as a leak
+// for three buckets, and its samples are all mid-request; sampled every 10 s, three
+// buckets have six samples after their firsts, and none at rest out of six is no proof
+// at idleGone's bound, where the GPU would be left to run out, but is reason to wait a
+// bucket (measured on 100 seeds: saturated_burst_near_full paged at such a bound or
+// below on 6 of its 12 pages, 0.04–0.08 without a return, 0.00–0.003 with one or two
+// of tens; every fast_leak_near_full page stood at 0.41 or above).
+const restThin = 0.1
+
+// binomialCDF is the chance of k or fewer successes in n trials of chance p.
+func binomialCDF(k, n int, p float64) float64 {
+	if k >= n || p <= 0 {
+		return 1
+	}
+	if p >= 1 {
+		return 0
+	}
+	// Term by term in logs: (1 − p)^n alone underflows for a few hundred samples.
+	lq, lr := math.Log1p(-p), math.Log(p)-math.Log1p(-p)
+	lt, sum := float64(n)*lq, 0.0
+	for i := 0; i <= k; i++ {
+		sum += math.Exp(lt)
+		lt += math.Log(float64(n-i)) - math.Log(float64(i+1)) + lr
+	}
+	return math.Min(sum, 1)
+}
 
 // idle says whether the series lost the idle moments it showed: now, over the newest
 // buckets, and ever, over any stretch of the long window. A stretch lost them when, of
@@ -664,10 +698,12 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // newest fastBuckets buckets, whether or not they pass; cont reports whether the newest
 // bucket still rose by half the fast rate; rigid, even and clear are the tests (below) that
 // let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track);
-// gone, that the rise's buckets lost the idle moments of the quiet window, vetoes both.
+// chance is that of a leak keeping as few of the quiet window's idle moments in the
+// rise's buckets as they did (see below): at idleGone's bound it vetoes both, at
+// restThin it holds an urgent page.
 // saw is the pace of the steepest ramp of the series' collector's sawtooth, 0 if it
 // showed none (see sawCycles).
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64, going bool) (fast bool, rate float64, cont, rigid bool, clear clearance, even, gone bool) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64, going bool) (fast bool, rate float64, cont, rigid bool, clear clearance, even bool, chance float64) {
 	cfg := &e.cfg
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
@@ -676,7 +712,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false, clearNone, false, false
+		return false, 0, cont, false, clearNone, false, 1
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -701,11 +737,11 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		return rises(i, step) || (rises(i, 4*sigma) && i+1 < n && rises(i+1, step) && fs[i+1]-fs[i-1] >= 2*step)
 	}
 	if !rises(n-k, 4*sigma) {
-		return false, rate, cont, false, clearNone, false, false
+		return false, rate, cont, false, clearNone, false, 1
 	}
 	for i := n - k + 1; i < n; i++ {
 		if !steep(i) {
-			return false, rate, cont, false, clearNone, false, false
+			return false, rate, cont, false, clearNone, false, 1
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -736,7 +772,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false, clearNone, false, false
+		return false, rate, cont, false, clearNone, false, 1
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -754,7 +790,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	e.sc.bx, e.sc.by = pre, in
 	if len(pre) < minPoints || len(in) < fastBuckets-1 {
-		return true, rate, cont, false, clearNone, false, false
+		return true, rate, cont, false, clearNone, false, 1
 	}
 	load := upperQuartile(pre)
 	rigid = median(in) <= load+4*sigma
@@ -808,16 +844,15 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// test): a leak's constant pace, not the least load in flight (see steadyRise).
 	a, b := fs[n-2]-fs[n-3], fs[n-1]-fs[n-2]
 	even = math.Max(a, b) <= steadyRise*math.Min(a, b)+4*sigma
-	// Gone: the run's buckets lost the idle moments of the quiet window before it (see
-	// idle): not one of their samples came back to its floor, where a leak whose idle
-	// moments went on at two thirds of the quiet window's share would have had none at
-	// most as rarely as idleGone due allow. A saturated server's floor is the least load
-	// in flight, drawn anew at every sample; a leak's idle moments rise with it. The
-	// exact chance, not idleGone due: a server at rest in 68 % of its samples, sampled
-	// every 10 s, has 9 samples in three buckets, 6.2 due, and none at rest is then
-	// rarer for a leak (1 in 230) than with 8 due at a small share (1 in 207). Measured
-	// on seeds 1–100: saturated_burst_near_full 13 → 12 pages, 8 → 6 where the client
-	// counts; no other class, built or stress, changed.
+	// Chance: that the run's buckets keep as few of the quiet window's idle
+	// moments (see idle) as they did, for a leak whose idle moments go on at two thirds
+	// of the quiet window's share: binomial, over the run's samples after each bucket's
+	// first. A saturated server's floor is the least load in flight, drawn anew at every
+	// sample; a leak's idle moments rise with it. At idleGone's bound the idle moments
+	// are gone (track vetoes the rule). Round 9 held only none at all to that bound:
+	// saturated_burst_near_full 13 → 12 pages, 8 → 6 where the client counts, on seeds
+	// 1–100. As few as one or two returns out of tens are as rare for a leak (seeds 11,
+	// 63 and 88 paged on them, at chances of 0.003 and below).
 	var rp, op, rr, or int
 	counted := true // every bucket of the quiet window and of the run told (see below)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
@@ -836,7 +871,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// judged: the run has samples enough that a leak resting at two thirds of that share
 	// would have none at rest at most as rarely as idleGone due allow.
 	judged := op > 0 && math.Pow(1-2*share/3, float64(or)) <= math.Exp(-2*idleGone/3.0)
-	gone = judged && rr == 0
+	chance = binomialCDF(rr, or, 2*share/3)
 	// Kept at rest: where the client counts its requests, the run's buckets kept at
 	// least restKept of the quiet window's share of samples with none in flight, and is
 	// judged. Those samples' floor is no load in flight: a saturated
@@ -865,7 +900,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	case lifts && n-run > roomyBuckets && restful && saw == 0:
 		clear = clearIdle
 	}
-	return true, rate, cont, rigid, clear, even, gone
+	return true, rate, cont, rigid, clear, even, chance
 }
 
 // clearance says how a fast rise cleared what load could explain (see fastRule).

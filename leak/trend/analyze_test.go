@@ -197,3 +197,37 @@ func TestGradual(t *testing.T) {
 		}
 	}
 }
+
+// binomialCDF against the sum of the terms written out, and where (1 − p)^n alone
+// underflows.
+func TestBinomialCDF(t *testing.T) {
+	direct := func(k, n int, p float64) float64 {
+		sum := 0.0
+		for i := 0; i <= k; i++ {
+			c := 1.0
+			for j := 0; j < i; j++ {
+				c = c * float64(n-j) / float64(j+1)
+			}
+			sum += c * math.Pow(p, float64(i)) * math.Pow(1-p, float64(n-i))
+		}
+		return sum
+	}
+	for _, c := range []struct {
+		k, n int
+		p    float64
+	}{{0, 6, 0.4}, {1, 25, 0.28}, {3, 20, 0.1}, {10, 42, 0.3}, {0, 1, 0.5}} {
+		if got, want := binomialCDF(c.k, c.n, c.p), direct(c.k, c.n, c.p); math.Abs(got-want) > 1e-12*math.Max(want, 1e-300) && math.Abs(got-want) > 1e-15 {
+			t.Errorf("binomialCDF(%d, %d, %g) = %g, want %g", c.k, c.n, c.p, got, want)
+		}
+	}
+	if got := binomialCDF(5, 5, 0.5); got != 1 {
+		t.Errorf("k = n: %g, want 1", got)
+	}
+	if got := binomialCDF(0, 10, 0); got != 1 {
+		t.Errorf("p = 0: %g, want 1", got)
+	}
+	// 0.4^900 underflows; the tail at 300 of 900 at 0.6 is 1.25e-58, not 0.
+	if got := binomialCDF(300, 900, 0.6); math.Abs(got-1.2530037451519394e-58) > 1e-66 {
+		t.Errorf("binomialCDF(300, 900, 0.6) = %g, want 1.253e-58", got)
+	}
+}

@@ -947,7 +947,9 @@ func (e *Engine) qualifies(f fitResult) bool {
 // waiting could mean paging after the out-of-memory error. It wants a rigid rise (see
 // fastRule): near a full GPU a burst whose buckets stretch is load; and an even one (see
 // steadyRise): a floor that climbs in uneven steps is the least load in flight, a leak's
-// climbs at its constant pace. Where the GPU has
+// climbs at its constant pace; and buckets that kept enough of the quiet window's idle
+// moments that a leak would keep as few more often than restThin: a saturated server's
+// samples are all mid-request, a leak's idle moments rise with it. Where the GPU has
 // room it wants more: a rise clear of load (see fastRule: it went on for more than
 // roomyBuckets, without a jump at its onset, past every give-back excursion and faster
 // than their ramps, and beyond what requests in flight take), because a saturated server's floor rises with its load for a minute or
@@ -1048,7 +1050,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	begin := func(g *growState, runOK bool) {
 		*g = growState{}
 		switch {
-		case v.fast && v.rigid && !v.idleGone && ((urgent && v.even && v.goes) || (runOK && cleared && !v.slowing && !v.idleLost)):
+		case v.fast && v.rigid && !v.idleGone && ((urgent && v.even && v.goes && !v.restThin) || (runOK && cleared && !v.slowing && !v.idleLost)):
 			*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
 		case shortOK:
 			// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
@@ -1138,7 +1140,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	if yield(g) {
 		return
 	}
-	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && v.goes && !v.idleGone && urgent {
+	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && v.goes && !v.restThin && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
 		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}

@@ -1706,6 +1706,49 @@ func TestSparseSaturationGone(t *testing.T) {
 	}
 }
 
+// TestSaturationFewRestsNearFull: the same climb as TestSparseSaturationGone where the
+// client does not count its requests (the returns to the floor are inferred, see
+// history.idleRest), a request in the last of every three samples: three buckets sampled
+// every 10 s hold six samples after their firsts, half of them at rest when quiet, and
+// none at rest among six is as rare for a leak whose idle moments go on at two thirds of
+// that share as 1 in 11, no proof that they are gone (idleGone), but reason to wait a
+// bucket (restThin), and the next, until the climb ends. Without the wait it paged at
+// once. The leak, whose rests go on, pages within two minutes.
+func TestSaturationFewRestsNearFull(t *testing.T) {
+	const gib = 1024 * mib
+	at := 30 * time.Minute
+	tick := func(el time.Duration) int { return int(el / (10 * time.Second)) }
+	saturated := func(el time.Duration) bool { d := el - at; return d >= 0 && d < 3*time.Minute }
+	act := func(el time.Duration) float64 { return float64(100+50*(tick(el)%3)) * mib }
+	climb := func(el time.Duration) float64 { return 600 * mib * math.Max((el-at).Minutes(), 0) }
+	burst := func(el time.Duration) float64 {
+		switch {
+		case saturated(el):
+			return 8*gib + climb(el) + act(el) // a request in flight at every sample
+		case tick(el)%3 == 2:
+			return 8*gib + act(el)
+		}
+		return 8 * gib
+	}
+	leak := func(el time.Duration) float64 {
+		v := 8*gib + climb(el)
+		if tick(el)%3 == 2 {
+			v += act(el)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name  string
+		alloc func(time.Duration) float64
+		pages bool
+	}{{"saturated climb", burst, false}, {"leak", leak, true}} {
+		// 6 GiB free besides the working set: at 600 MiB/min 10 minutes, within two short windows.
+		sc := onGPU(tc.alloc, 6*gib, 45*time.Minute)
+		sc.every = 10 * time.Second
+		sc.run(t).pagedSoonOrQuiet(t, tc.name, at, tc.pages)
+	}
+}
+
 // TestFirstTrafficFillAtRest: a model deployed at night, whose client counts its requests
 // (from its first request() on, as the Python client does), idles for an hour past its
 // warm-up. A steep leak at rest from its first request must go on for youngHold before it
