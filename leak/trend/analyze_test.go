@@ -115,7 +115,10 @@ func TestRisingTroughs(t *testing.T) {
 
 // twoWay counts sharp net steps: a swap whose eviction and load fall two buckets apart
 // is one step of their net; a ramp of small rises, however long, is none. A walk that
-// stepped down and up is two-way; steps only up, or far more up than down, are not.
+// stepped down and up is two-way; steps only up, or far more up than down, are not. A
+// step up that gave memory back on its way (an eviction's dip before the load) stands for
+// a step down where the steps up are not too many for a coin: four swaps that grew are a
+// walk's run, eight in a row are not.
 func TestTwoWay(t *testing.T) {
 	const sig = 20.0 * mib
 	// floors from a level of 1000 MiB plus the step of size d[i] at bucket 10·(i+1),
@@ -148,7 +151,8 @@ func TestTwoWay(t *testing.T) {
 		{"walk", nil, nil, true},
 		{"walk with dips", nil, nil, true},
 		{"staircase up", nil, nil, false},
-		{"swaps that grew, with dips", nil, nil, false},
+		{"swaps that grew, with dips", nil, nil, true},
+		{"eight swaps that grew, with dips", nil, nil, false},
 		{"seven up, one down", nil, nil, false},
 		{"ramp", nil, nil, false},
 	} {
@@ -161,6 +165,8 @@ func TestTwoWay(t *testing.T) {
 			c.x, c.y = floors(false, 200, 150, 250, 300)
 		case "swaps that grew, with dips":
 			c.x, c.y = floors(true, 200, 150, 250, 300)
+		case "eight swaps that grew, with dips":
+			c.x, c.y = floors(true, 200, 150, 250, 300, 180, 220, 260, 140)
 		case "seven up, one down":
 			c.x, c.y = floors(false, 200, 150, 250, 300, 180, -220, 260, 140)
 		case "ramp":
