@@ -530,3 +530,17 @@ func TestSaturatedNearFullSeeds(t *testing.T) {
 		t.Errorf("fast_leak_near_full seeds %v: %d missed, %d forecasts before the OOM, want none missed and all forecast", seeds, r.Missed, len(r.Leads))
 	}
 }
+
+// TestNearFullLeakUnderLargerRequests: fast leaks near a full GPU whose run's buckets
+// held larger requests than the quiet window before (seeds 6 and 23: 780–1,400 MiB on
+// top of the floor against spreads of 143–503) fail the rigid test bucket after bucket
+// and waited six minutes for the short rule; their buckets kept their moments at rest
+// by the exact count, which near a full GPU stands in for the rigid test (round 24). Seed
+// 2 failed it for one bucket and paged 30 s past its two minutes. All within the target.
+func TestNearFullLeakUnderLargerRequests(t *testing.T) {
+	seeds := []uint64{2, 6, 23}
+	r := sweepLoad(t, "fast_leak_near_full", seeds, false)
+	if r.Missed != 0 || r.OverTarget != 0 {
+		t.Errorf("fast_leak_near_full seeds %v: %d missed, %d over target (delays %v), want none", seeds, r.Missed, r.OverTarget, r.Delays)
+	}
+}

@@ -88,6 +88,7 @@ type view struct {
 	fastRate float64
 	cont     bool      // the newest bucket still rises at half the fast rate or more
 	rigid    bool      // the fast rise shifted its buckets' samples up, it did not stretch them
+	rested   bool      // its buckets kept their moments at rest by the exact count (urgent pages take it for rigid)
 	clear    clearance // and how it cleared what load could explain (see fastRule): it may page on a roomy GPU
 	even     bool      // its newest two buckets rose within steadyRise of each other (urgent pages need it)
 	goes     bool      // the newest bucket did not stand still within itself (see lateGoes; urgent pages need it)
@@ -440,7 +441,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		span, _ := h.spanOf(b)
 		return sp - math.Max(fs[i]-fs[i-1], 0)*math.Min(span.Seconds()/cfg.Bucket.Seconds(), 1), true
 	}
-	idleAt := func(i int) (int, int, bool) { return h.idleOf(h.last+int64(xs[i]), false) }
+	idleAt := func(i int, exact bool) (int, int, bool) { return h.idleOf(h.last+int64(xs[i]), exact) }
 	// told: the client said which of bucket i's samples were at rest (the idle counts
 	// are its own, not inferred), on the column those counts are for.
 	told := func(i int) bool { return c == h.idleCol && h.reportedAt(h.last+int64(xs[i])) }
@@ -452,9 +453,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if c == h.idleCol && h.restSpan >= cfg.Bucket/2 {
 		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
 	}
-	var chance float64
-	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, chance = e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
-	v.idleGone, v.restThin = chance <= math.Exp(-2*idleGone/3.0), chance <= restThin
+	fr := e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
+	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.rested = fr.fast, fr.rate, fr.cont, fr.rigid, fr.clear, fr.even, fr.rested
+	v.idleGone, v.restThin = fr.chance <= math.Exp(-2*idleGone/3.0), fr.chance <= restThin
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -700,11 +701,17 @@ func idleOver(h *history, m int64) (now, ever, sure bool) {
 // let the rule start growth near a full GPU (rigid and even) and on a roomy one (clear; see track);
 // chance is that of a leak keeping as few of the quiet window's idle moments in the
 // rise's buckets as they did (see below): at idleGone's bound it vetoes both, at
-// restThin it holds an urgent page.
+// restThin it holds an urgent page; rested, that they kept enough of them by the exact
+// count to stand in for rigid near a full GPU.
 // saw is the pace of the steepest ramp of the series' collector's sawtooth, 0 if it
 // showed none (see sawCycles).
-func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(int) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64, going bool) (fast bool, rate float64, cont, rigid bool, clear clearance, even bool, chance float64) {
+func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bool), idleAt func(i int, exact bool) (int, int, bool), told func(int) bool, sigma, sig, back, backLow, saw float64, going bool) fastRise {
 	cfg := &e.cfg
+	var (
+		rate              float64
+		cont, rigid, even bool
+		clear             clearance
+	)
 	n := len(xs)
 	step := cfg.FastRate * cfg.Bucket.Seconds()
 	if n >= 2 && xs[n-1]-xs[n-2] == 1 {
@@ -712,7 +719,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
-		return false, 0, cont, false, clearNone, false, 1
+		return fastRise{cont: cont, chance: 1}
 	}
 	// The pace of the newest buckets, whether or not they start a fast rise: a fast
 	// leak's forecast follows it.
@@ -737,11 +744,11 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		return rises(i, step) || (rises(i, 4*sigma) && i+1 < n && rises(i+1, step) && fs[i+1]-fs[i-1] >= 2*step)
 	}
 	if !rises(n-k, 4*sigma) {
-		return false, rate, cont, false, clearNone, false, 1
+		return fastRise{rate: rate, cont: cont, chance: 1}
 	}
 	for i := n - k + 1; i < n; i++ {
 		if !steep(i) {
-			return false, rate, cont, false, clearNone, false, 1
+			return fastRise{rate: rate, cont: cont, chance: 1}
 		}
 	}
 	rate = (fs[n-1] - fs[n-k]) / float64(k-1) / cfg.Bucket.Seconds()
@@ -772,7 +779,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		}
 	}
 	if cnt < minPoints || mx-mn > sig {
-		return false, rate, cont, false, clearNone, false, 1
+		return fastRise{rate: rate, cont: cont, chance: 1}
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -790,7 +797,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	}
 	e.sc.bx, e.sc.by = pre, in
 	if len(pre) < minPoints || len(in) < fastBuckets-1 {
-		return true, rate, cont, false, clearNone, false, 1
+		return fastRise{fast: true, rate: rate, cont: cont, chance: 1}
 	}
 	load := upperQuartile(pre)
 	rigid = median(in) <= load+4*sigma
@@ -856,13 +863,13 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	var rp, op, rr, or int
 	counted := true // every bucket of the quiet window and of the run told (see below)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
-		if r, o, ok := idleAt(i); ok {
+		if r, o, ok := idleAt(i, false); ok {
 			rp, op = rp+r, op+o
 		}
 		counted = counted && told(i)
 	}
 	for i := run; i < n; i++ {
-		if r, o, ok := idleAt(i); ok {
+		if r, o, ok := idleAt(i, false); ok {
 			rr, or = rr+r, or+o
 		}
 		counted = counted && told(i)
@@ -871,7 +878,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// judged: the run has samples enough that a leak resting at two thirds of that share
 	// would have none at rest at most as rarely as idleGone due allow.
 	judged := op > 0 && math.Pow(1-2*share/3, float64(or)) <= math.Exp(-2*idleGone/3.0)
-	chance = binomialCDF(rr, or, 2*share/3)
+	chance := binomialCDF(rr, or, 2*share/3)
 	// Kept at rest: where the client counts its requests, the run's buckets kept at
 	// least restKept of the quiet window's share of samples with none in flight, and is
 	// judged. Those samples' floor is no load in flight: a saturated
@@ -900,7 +907,19 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	case lifts && n-run > roomyBuckets && restful && saw == 0:
 		clear = clearIdle
 	}
-	return true, rate, cont, rigid, clear, even, chance
+	// Rested: the run's buckets kept restKept of the quiet window's share by the exact
+	// count (see history.idleRest: within restTol of the floor once its pace is off, the
+	// pace's allowance only where the floor rose in both buckets it is read from), with
+	// samples enough to judge. That is the floor at rest under whatever requests the
+	// run's buckets held, so near a full GPU it stands in for the rigid test (see track).
+	var re, oe int
+	for i := run; i < n; i++ {
+		if r, o, ok := idleAt(i, true); ok {
+			re, oe = re+r, oe+o
+		}
+	}
+	rested := judged && float64(re) >= restKept*share*float64(oe)
+	return fastRise{fast: true, rate: rate, cont: cont, rigid: rigid, clear: clear, even: even, chance: chance, rested: rested}
 }
 
 // clearance says how a fast rise cleared what load could explain (see fastRule).
@@ -912,6 +931,16 @@ const (
 	clearRest           // the client's counts show it kept its moments with no request in flight
 	clearIdle           // it went on past roomyBuckets and kept its moments at rest (not for a young process, see track)
 )
+
+// fastRise is what fastRule read of the newest buckets (see fastRule).
+type fastRise struct {
+	fast         bool
+	rate         float64
+	cont, rigid  bool
+	clear        clearance
+	even, rested bool
+	chance       float64
+}
 
 // restKept is the share of the quiet window's moments at rest a fast rise's buckets must
 // keep to be clear of load by the client's counts (see fastRule): half. A leak leaves

@@ -945,7 +945,10 @@ func (e *Engine) qualifies(f fitResult) bool {
 // The fast rule starts growth on three steep buckets when urgent: at the pace of the
 // rise, the memory left on the GPU lasts less than urgentWindows short windows, so
 // waiting could mean paging after the out-of-memory error. It wants a rigid rise (see
-// fastRule): near a full GPU a burst whose buckets stretch is load; and an even one (see
+// fastRule): near a full GPU a burst whose buckets stretch is load, unless the rise's
+// buckets kept their moments at rest by the exact count (rested: the floor is at rest
+// under requests that happened to be larger than the quiet window's, not the least
+// load in flight); and an even one (see
 // steadyRise): a floor that climbs in uneven steps is the least load in flight, a leak's
 // climbs at its constant pace; and buckets that kept enough of the quiet window's idle
 // moments that a leak would keep as few more often than restThin: a saturated server's
@@ -1050,7 +1053,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	begin := func(g *growState, runOK bool) {
 		*g = growState{}
 		switch {
-		case v.fast && v.rigid && !v.idleGone && ((urgent && v.even && v.goes && !v.restThin) || (runOK && cleared && !v.slowing && !v.idleLost)):
+		case v.fast && !v.idleGone && ((urgent && (v.rigid || v.rested) && v.even && v.goes && !v.restThin) || (runOK && v.rigid && cleared && !v.slowing && !v.idleLost)):
 			*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
 		case shortOK:
 			// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
@@ -1140,7 +1143,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	if yield(g) {
 		return
 	}
-	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && v.rigid && v.even && v.goes && !v.restThin && urgent {
+	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && (v.rigid || v.rested) && v.even && v.goes && !v.restThin && urgent {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
 		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}

@@ -1749,6 +1749,50 @@ func TestSaturationFewRestsNearFull(t *testing.T) {
 	}
 }
 
+// TestUrgentLeakUnderLargerRequests: a 600 MiB/min leak near a full GPU, sampled every
+// 5 s and at rest in two samples of three, whose requests from its onset on happen to be
+// larger than the quiet window's (600–900 MiB against 100–150): its buckets stretch, so
+// the rigid test fails for as long as the requests stay large, but they keep their
+// moments at rest, by the exact count, at the quiet window's share; near a full GPU that
+// stands in for the rigid test (rested), and it pages within two minutes (without, the
+// short rule flagged it 9m23s after its onset, with the GPU 12 minutes from full). Its look-alike, the same climb with a request
+// in flight at every sample, stays quiet (nothing at rest: restThin, then idleGone).
+func TestUrgentLeakUnderLargerRequests(t *testing.T) {
+	const gib = 1024 * mib
+	onset := 30*time.Minute + 7*time.Second
+	tick := func(el time.Duration) int { return int(el / (5 * time.Second)) }
+	climb := func(el time.Duration) float64 { return 600 * mib * math.Max((el-onset).Minutes(), 0) }
+	req := func(el time.Duration) float64 {
+		if el < onset {
+			return float64(100+25*(tick(el)%3)) * mib
+		}
+		return float64(600+150*(tick(el)%3)) * mib
+	}
+	leak := func(el time.Duration) float64 {
+		v := 8*gib + climb(el)
+		if tick(el)%3 == 2 {
+			v += req(el)
+		}
+		return v
+	}
+	saturated := func(el time.Duration) float64 {
+		if el < onset || el >= onset+4*time.Minute {
+			return leak(el) - climb(el)
+		}
+		return 8*gib + climb(el) + req(el) // a request in flight at every sample
+	}
+	for _, tc := range []struct {
+		name  string
+		alloc func(time.Duration) float64
+		pages bool
+	}{{"leak under larger requests", leak, true}, {"saturated climb", saturated, false}} {
+		// 7 GiB free besides the working set: at 600 MiB/min under 12 minutes.
+		sc := onGPU(tc.alloc, 7*gib, 45*time.Minute)
+		sc.every = 5 * time.Second
+		sc.run(t).pagedSoonOrQuiet(t, tc.name, onset, tc.pages)
+	}
+}
+
 // TestFirstTrafficFillAtRest: a model deployed at night, whose client counts its requests
 // (from its first request() on, as the Python client does), idles for an hour past its
 // warm-up. A steep leak at rest from its first request must go on for youngHold before it
