@@ -20,6 +20,7 @@ type pacer struct {
 	batch   []chan struct{} // loops of the current pace not yet run
 	closed  bool
 	waiting atomic.Int64 // loops waiting (for tests)
+	ticking atomic.Bool  // run's ticker exists (for tests: a fake clock advanced before it fires nothing)
 }
 
 func newPacer() *pacer { return &pacer{} }
@@ -69,6 +70,7 @@ func (p *pacer) popLocked() chan struct{} {
 func (p *pacer) run(clk clock.Clock, d time.Duration, done <-chan struct{}) {
 	t := clk.NewTicker(d)
 	defer t.Stop()
+	p.ticking.Store(true)
 	for {
 		select {
 		case <-done:

@@ -135,6 +135,27 @@ func (h *harness) handled(t *testing.T, n uint64) Stats {
 	return st
 }
 
+// readFirst has a paced server read the first message of each of its n connections: a
+// loop reads what it finds as it starts, else at the next pace. One pace at most, once
+// the pacer's ticker exists and every loop waits for it, unlike pacedUntil: under load
+// (1 run in 30 with three busy cores) the server's pacer goroutine had not made its
+// ticker when the test advanced the clock for its own pace, which then never came, and
+// a tick pacedUntil left in the ticker's channel released a loop later, so that the
+// test's pace found it between reads and passed it by (TestServerReadPace: timed out
+// waiting for 3 messages).
+func (h *harness) readFirst(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, "the pacer's ticker made", h.srv.pace.ticking.Load)
+	eventually(t, "every first message read or every loop waiting", func() bool {
+		return h.srv.Stats().MessagesAccepted >= uint64(n) || h.srv.pace.waiting.Load() == int64(n)
+	})
+	if h.srv.Stats().MessagesAccepted < uint64(n) {
+		h.clk.Advance(time.Second)
+	}
+	h.handled(t, uint64(n))
+	eventually(t, "every loop waiting for the next pace", func() bool { return h.srv.pace.waiting.Load() == int64(n) })
+}
+
 // pacedUntil advances the clock a pace at a time until cond holds: a paced loop's
 // first read may come before or after what it waits for.
 func (h *harness) pacedUntil(t *testing.T, what string, cond func(Stats) bool) {
@@ -639,8 +660,7 @@ func TestServerReadPace(t *testing.T) {
 	h := startServer(t, ServerOptions{ReadPace: time.Second}, 0)
 	c := dial(t, h.path)
 	send(t, c, withLabel("a"))
-	h.pacedUntil(t, "the first message handled", func(st Stats) bool { return st.MessagesAccepted >= 1 })
-	eventually(t, "the read loop waiting for the next pace", func() bool { return h.srv.pace.waiting.Load() == 1 })
+	h.readFirst(t, 1)
 	send(t, c, withLabel("b"))
 	send(t, c, withLabel("c"))
 	// The loop waits on the pace alone: nothing reads the two until it comes.
@@ -686,8 +706,7 @@ func TestServerReadPaceRunsEveryLoopEachPace(t *testing.T) {
 		send(t, c, withLabel(fmt.Sprint("first", i)))
 		cs = append(cs, c)
 	}
-	h.pacedUntil(t, "the first messages handled", func(st Stats) bool { return st.MessagesAccepted >= 3 })
-	eventually(t, "all three loops waiting", func() bool { return h.srv.pace.waiting.Load() == 3 })
+	h.readFirst(t, 3)
 	send(t, cs[0], withLabel("second0"))
 	_ = cs[1].Close()
 	send(t, cs[2], withLabel("second2"))
