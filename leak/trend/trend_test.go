@@ -1737,15 +1737,26 @@ func TestSaturationFewRestsNearFull(t *testing.T) {
 		}
 		return v
 	}
-	for _, tc := range []struct {
-		name  string
-		alloc func(time.Duration) float64
-		pages bool
-	}{{"saturated climb", burst, false}, {"leak", leak, true}} {
-		// 6 GiB free besides the working set: at 600 MiB/min 10 minutes, within two short windows.
-		sc := onGPU(tc.alloc, 6*gib, 45*time.Minute)
-		sc.every = 10 * time.Second
-		sc.run(t).pagedSoonOrQuiet(t, tc.name, at, tc.pages)
+	// 6 GiB free besides the working set: at 600 MiB/min 10 minutes, within two short windows.
+	nearFullCases(t, at, 6*gib, 10*time.Second, nearFullCase{"saturated climb", burst, false}, nearFullCase{"leak", leak, true})
+}
+
+// nearFullCase is one look-alike or leak of a table that nearFullCases runs.
+type nearFullCase struct {
+	name  string
+	alloc func(time.Duration) float64
+	pages bool
+}
+
+// nearFullCases runs each case for 45 minutes on a GPU free bytes from full besides its
+// working set, sampled every every, and checks that a leak pages within two minutes of
+// onset and a look-alike not at all.
+func nearFullCases(t *testing.T, onset time.Duration, free float64, every time.Duration, cases ...nearFullCase) {
+	t.Helper()
+	for _, tc := range cases {
+		sc := onGPU(tc.alloc, free, 45*time.Minute)
+		sc.every = every
+		sc.run(t).pagedSoonOrQuiet(t, tc.name, onset, tc.pages)
 	}
 }
 
@@ -1755,8 +1766,9 @@ func TestSaturationFewRestsNearFull(t *testing.T) {
 // the rigid test fails for as long as the requests stay large, but they keep their
 // moments at rest, by the exact count, at the quiet window's share; near a full GPU that
 // stands in for the rigid test (rested), and it pages within two minutes (without, the
-// short rule flagged it 9m23s after its onset, with the GPU 12 minutes from full). Its look-alike, the same climb with a request
-// in flight at every sample, stays quiet (nothing at rest: restThin, then idleGone).
+// short rule flagged it 9m23s after its onset, with the GPU 12 minutes from full). Its
+// look-alike, the same climb with a request in flight at every sample, stays quiet
+// (nothing at rest: restThin, then idleGone).
 func TestUrgentLeakUnderLargerRequests(t *testing.T) {
 	const gib = 1024 * mib
 	onset := 30*time.Minute + 7*time.Second
@@ -1781,16 +1793,8 @@ func TestUrgentLeakUnderLargerRequests(t *testing.T) {
 		}
 		return 8*gib + climb(el) + req(el) // a request in flight at every sample
 	}
-	for _, tc := range []struct {
-		name  string
-		alloc func(time.Duration) float64
-		pages bool
-	}{{"leak under larger requests", leak, true}, {"saturated climb", saturated, false}} {
-		// 7 GiB free besides the working set: at 600 MiB/min under 12 minutes.
-		sc := onGPU(tc.alloc, 7*gib, 45*time.Minute)
-		sc.every = 5 * time.Second
-		sc.run(t).pagedSoonOrQuiet(t, tc.name, onset, tc.pages)
-	}
+	// 7 GiB free besides the working set: at 600 MiB/min under 12 minutes.
+	nearFullCases(t, onset, 7*gib, 5*time.Second, nearFullCase{"leak under larger requests", leak, true}, nearFullCase{"saturated climb", saturated, false})
 }
 
 // TestFirstTrafficFillAtRest: a model deployed at night, whose client counts its requests
