@@ -455,7 +455,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	fr := e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
 	v.fast, v.fastRate, v.cont, v.rigid, v.clear, v.even, v.rested = fr.fast, fr.rate, fr.cont, fr.rigid, fr.clear, fr.even, fr.rested
-	v.idleGone, v.restThin = fr.chance <= math.Exp(-2*idleGone/3.0), fr.chance <= restThin
+	v.idleGone, v.restThin = fr.chance <= goneChance, fr.chance <= restThin
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
 		v.idleLost, v.idleLostLong = idle(h, ns)
@@ -591,6 +591,9 @@ const idleExpect = 12
 // same bound, which a large share reaches with fewer returns due). As few returns as the
 // run kept, not only none, are held to that bound (see fastRule's chance).
 const idleGone = 8
+
+// goneChance is idleGone's bound as a chance: e^(−⅔·idleGone), 1 in 207.
+var goneChance = math.Exp(-2 * idleGone / 3.0)
 
 // restThin is the chance below which a fast rise's buckets kept too few returns to the
 // floor to page on yet, where the GPU is about to run out (see track): one in ten that a
@@ -860,7 +863,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// saturated_burst_near_full 13 → 12 pages, 8 → 6 where the client counts, on seeds
 	// 1–100. As few as one or two returns out of tens are as rare for a leak (seeds 11,
 	// 63 and 88 paged on them, at chances of 0.003 and below).
-	var rp, op, rr, or int
+	var rp, op, rr, or, re, oe int
 	counted := true // every bucket of the quiet window and of the run told (see below)
 	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
 		if r, o, ok := idleAt(i, false); ok {
@@ -872,13 +875,19 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 		if r, o, ok := idleAt(i, false); ok {
 			rr, or = rr+r, or+o
 		}
+		if r, o, ok := idleAt(i, true); ok {
+			re, oe = re+r, oe+o // the exact count, for rested (below)
+		}
 		counted = counted && told(i)
 	}
 	share := float64(rp) / math.Max(float64(op), 1) // the quiet window's returns to the floor per sample
 	// judged: the run has samples enough that a leak resting at two thirds of that share
 	// would have none at rest at most as rarely as idleGone due allow.
-	judged := op > 0 && math.Pow(1-2*share/3, float64(or)) <= math.Exp(-2*idleGone/3.0)
+	judged := binomialCDF(0, or, 2*share/3) <= goneChance
 	chance := binomialCDF(rr, or, 2*share/3)
+	// keeps: returns r of o samples are at least restKept of the quiet window's share,
+	// and the run is judged.
+	keeps := func(r, o int) bool { return judged && float64(r) >= restKept*share*float64(o) }
 	// Kept at rest: where the client counts its requests, the run's buckets kept at
 	// least restKept of the quiet window's share of samples with none in flight, and is
 	// judged. Those samples' floor is no load in flight: a saturated
@@ -897,7 +906,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// for the short rule (suite/leak_alloc_100mib: 100 MiB/min under requests of up to
 	// 600 MiB, 6m30s on all 100 seeds; fast_leak p90 6m09s). Not for a young process
 	// (see track).
-	restful := judged && float64(rr) >= restKept*share*float64(or)
+	restful := keeps(rr, or)
 	kept := counted && restful
 	switch {
 	case lifts && n-run > roomyBuckets && fs[n-1]-mx >= load:
@@ -912,14 +921,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// pace's allowance only where the floor rose in both buckets it is read from), with
 	// samples enough to judge. That is the floor at rest under whatever requests the
 	// run's buckets held, so near a full GPU it stands in for the rigid test (see track).
-	var re, oe int
-	for i := run; i < n; i++ {
-		if r, o, ok := idleAt(i, true); ok {
-			re, oe = re+r, oe+o
-		}
-	}
-	rested := judged && float64(re) >= restKept*share*float64(oe)
-	return fastRise{fast: true, rate: rate, cont: cont, rigid: rigid, clear: clear, even: even, chance: chance, rested: rested}
+	return fastRise{fast: true, rate: rate, cont: cont, rigid: rigid, clear: clear, even: even, chance: chance, rested: keeps(re, oe)}
 }
 
 // clearance says how a fast rise cleared what load could explain (see fastRule).
@@ -1544,7 +1546,10 @@ func twoWay(xs, ps []float64, sig float64) bool {
 	}
 	// A step still open at the newest bucket is not judged: an eviction whose load may
 	// yet come is no step down.
-	return (downs > 0 || dips > 0) && ups > 0 && ups < signCriticalAt(ups+downs, 0.05)
+	if downs == 0 && dips > 0 {
+		return ups < signCriticalAt(ups, 0.05) // a dip is counted only with its step up
+	}
+	return bothWays(ups, downs)
 }
 
 // longStep is how many sig a step of the floors must be, up or down, for the slow rule's

@@ -1050,10 +1050,13 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	cleared := v.clear == clearLoad || ((v.clear == clearRest || v.clear == clearIdle) && !young)
 	// begin starts growth on what the rules see at this close, the fast rule's run clear
 	// of load on a roomy GPU only where runOK.
+	// urgentFast: the fast rule's rise pages near a full GPU (restThin holds more than
+	// idleGone vetoes).
+	urgentFast := urgent && v.fast && (v.rigid || v.rested) && v.even && v.goes && !v.restThin
 	begin := func(g *growState, runOK bool) {
 		*g = growState{}
 		switch {
-		case v.fast && !v.idleGone && ((urgent && (v.rigid || v.rested) && v.even && v.goes && !v.restThin) || (runOK && v.rigid && cleared && !v.slowing && !v.idleLost)):
+		case urgentFast || (runOK && v.fast && v.rigid && !v.idleGone && cleared && !v.slowing && !v.idleLost):
 			*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
 		case shortOK:
 			// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
@@ -1143,7 +1146,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	if yield(g) {
 		return
 	}
-	if g.growing() && (g.rule != ruleFast || g.roomy) && v.fast && (v.rigid || v.rested) && v.even && v.goes && !v.restThin && urgent {
+	if g.growing() && (g.rule != ruleFast || g.roomy) && urgentFast {
 		// The GPU is about to run out: the fast rule takes over growth another rule (or
 		// itself, on a roomy GPU) started and may still have to confirm, and pages now.
 		*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1}
