@@ -1040,6 +1040,96 @@ func (s *scratch) slower(x, y []float64, sigma float64) bool {
 	// it must exceed two of those.
 	m := float64(n / 2)
 	se := 1.2 * math.Sqrt2 * sigma * math.Sqrt(12/(m*m*m-m))
+	if older > 0 && newer < steadyPace*older && older-newer > 2*se {
+		return true
+	}
+	return older > 0 && newer < 0.9*older && s.bends(x, y, sigma)
+}
+
+// bends says whether a least-squares parabola through the floors (x, y) that lie near
+// their robust line rises, at the middle of the newer half, at less than steadyPace of
+// its pace at the middle of the older half, by more than two standard errors of that
+// difference. It uses every floor where the halves' robust slopes use half each, so
+// it reads a fill's bend where the small steps a cache fills in make those slopes
+// scatter; and only the floors near the robust line, so that a step at the rise's foot
+// (pools kept at a first request, then a leak) does not bend it.
+func (s *scratch) bends(x, y []float64, sigma float64) bool {
+	n := len(x)
+	slope := s.repeatedMedian(x, y)
+	res := grow(&s.c, n)
+	for i := range n {
+		res[i] = y[i] - slope*x[i]
+	}
+	icpt := median(res)
+	for i := range n {
+		res[i] = math.Abs(y[i] - slope*x[i] - icpt)
+	}
+	scale := math.Max(1.4826*median(res), sigma)
+	qx, qy := grow(&s.qx, 0), grow(&s.qy, 0)
+	for i := range n {
+		if math.Abs(y[i]-slope*x[i]-icpt) <= 3*scale {
+			qx, qy = append(qx, x[i]), append(qy, y[i])
+		}
+	}
+	s.qx, s.qy = qx, qy
+	return len(qx) >= 2*slowingPoints && parabolaSlows(qx, qy, sigma)
+}
+
+// parabolaSlows is bends' test on the floors (x, y) it kept.
+func parabolaSlows(x, y []float64, sigma float64) bool {
+	n := float64(len(x))
+	var mx float64
+	for _, v := range x {
+		mx += v
+	}
+	mx /= n
+	// Orthogonal polynomials in z = x − mean: 1, z, z² − k0 − k1·z.
+	var s2, s3, s4 float64
+	for _, v := range x {
+		z := v - mx
+		s2 += z * z
+		s3 += z * z * z
+		s4 += z * z * z * z
+	}
+	if s2 == 0 {
+		return false
+	}
+	k0, k1 := s2/n, s3/s2
+	var sy, szy, sqy, sqq float64
+	for i, v := range x {
+		z := v - mx
+		q := z*z - k0 - k1*z
+		sy += y[i]
+		szy += z * y[i]
+		sqy += q * y[i]
+		sqq += q * q
+	}
+	if sqq <= 0 {
+		return false
+	}
+	c := sqy / sqq
+	b := szy/s2 - c*k1
+	h := len(x) / 2
+	zo, zn := 0.0, 0.0
+	for i, v := range x {
+		if i < h {
+			zo += v - mx
+		} else {
+			zn += v - mx
+		}
+	}
+	zo, zn = zo/float64(h), zn/float64(len(x)-h)
+	older, newer := b+2*c*zo, b+2*c*zn
+	// The floors' scatter about the parabola, if more than σ: a fill in large steps
+	// scatters by tens of MiB where its changes bucket to bucket vary by one.
+	a, b1, rss := sy/n, szy/s2, 0.0
+	for i, v := range x {
+		z := v - mx
+		r := y[i] - a - b1*z - c*(z*z-k0-k1*z)
+		rss += r * r
+	}
+	scatter := math.Max(sigma, math.Sqrt(rss/(n-3)))
+	se := 2 * (zn - zo) * scatter / math.Sqrt(sqq)
 	return older > 0 && newer < steadyPace*older && older-newer > 2*se
 }
 

@@ -237,3 +237,42 @@ func TestBinomialCDF(t *testing.T) {
 		t.Errorf("binomialCDF(300, 900, 0.6) = %g, want 1.253e-58", got)
 	}
 }
+
+// TestSlowingBends: a cache filling in small steps (τ 10–12 minutes at 30-second
+// buckets) slows down from its first minutes, but the halves' robust slopes read its
+// pace ratio as 0.80–0.86 at some spans, by the steps' quantization (cache_fill_smooth
+// seed 92 of vram_eval paged at 21m30s on such a span, seed 89 of x_cache_fill_mid
+// likewise): the least-squares parabola through all the floors reads the bend at every
+// span. A step at the rise's foot followed by a line (workspaces and pools kept at a
+// first request, then a leak) bends the parabola too; there the halves' robust slopes,
+// which the step does not move, keep their pace, and it is not slowing. Nor is a leak in
+// the same small steps, from any onset.
+func TestSlowingBends(t *testing.T) {
+	var sc scratch
+	for _, c := range []struct {
+		b, tau, q float64
+		from      int
+	}{{584, 20, 2.9, 11}, {738, 24, 3.7, 10}, {584, 24, 2.9, 13}} {
+		for n := c.from; n <= 16; n++ {
+			x, y := fillFloors(n, c.b, c.tau, 1, c.q)
+			if !sc.slower(x, y, mib) {
+				t.Errorf("fill of %v MiB, τ %v buckets, in %v MiB steps, over %d buckets: not slowing", c.b, c.tau, c.q, n)
+			}
+		}
+	}
+	for _, step := range []float64{64, 256, 512} {
+		for _, rate := range []float64{8, 15} { // MiB a bucket, in 3 MiB steps
+			for n := 8; n <= 30; n++ {
+				x := make([]float64, n)
+				y := make([]float64, n)
+				for i := range x {
+					x[i] = float64(i)
+					y[i] = (step*math.Min(float64(i+1)/2, 1) + math.Floor(rate*float64(i)/3)*3) * mib
+				}
+				if sc.slower(x, y, mib) {
+					t.Errorf("a step of %v MiB, then a leak of %v MiB a bucket, over %d buckets: slowing", step, rate, n)
+				}
+			}
+		}
+	}
+}

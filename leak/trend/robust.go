@@ -86,6 +86,7 @@ type scratch struct {
 	rx, ry  []float64 // restFit's and exactFit's points
 	ex, ey  []float64 // exactFit's floors on its line
 	a, b, c []float64
+	qx, qy  []float64 // bends' floors near their robust line
 }
 
 func grow(buf *[]float64, n int) []float64 {
