@@ -1043,8 +1043,15 @@ func (s *scratch) slower(x, y []float64, sigma float64) bool {
 	if older > 0 && newer < steadyPace*older && older-newer > 2*se {
 		return true
 	}
-	return older > 0 && newer < 0.9*older && s.bends(x, y, sigma)
+	// Only where these slopes agree that the pace fell by a tenth (bendAgree): a step at
+	// the foot that the robust line keeps (two buckets of a step, a leak's first partial
+	// bucket) leaves them level, and would bend the parabola.
+	return older > 0 && newer < bendAgree*older && s.bends(x, y, sigma)
 }
+
+// bendAgree is how far the halves' robust slopes must say a rise slowed for bends to
+// judge it.
+const bendAgree = 0.9
 
 // bends says whether a least-squares parabola through the floors (x, y) that lie near
 // their robust line rises, at the middle of the newer half, at less than steadyPace of
@@ -1054,19 +1061,10 @@ func (s *scratch) slower(x, y []float64, sigma float64) bool {
 // scatter; and only the floors near the robust line, so that a step at the rise's foot
 // (pools kept at a first request, then a leak) does not bend it.
 func (s *scratch) bends(x, y []float64, sigma float64) bool {
-	n := len(x)
-	slope := s.repeatedMedian(x, y)
-	res := grow(&s.c, n)
-	for i := range n {
-		res[i] = y[i] - slope*x[i]
-	}
-	icpt := median(res)
-	for i := range n {
-		res[i] = math.Abs(y[i] - slope*x[i] - icpt)
-	}
-	scale := math.Max(1.4826*median(res), sigma)
+	slope, icpt, spread := s.robustLine(x, y)
+	scale := math.Max(spread, sigma)
 	qx, qy := grow(&s.qx, 0), grow(&s.qy, 0)
-	for i := range n {
+	for i := range x {
 		if math.Abs(y[i]-slope*x[i]-icpt) <= 3*scale {
 			qx, qy = append(qx, x[i]), append(qy, y[i])
 		}
@@ -1084,12 +1082,11 @@ func parabolaSlows(x, y []float64, sigma float64) bool {
 	}
 	mx /= n
 	// Orthogonal polynomials in z = x − mean: 1, z, z² − k0 − k1·z.
-	var s2, s3, s4 float64
+	var s2, s3 float64
 	for _, v := range x {
 		z := v - mx
 		s2 += z * z
 		s3 += z * z * z
-		s4 += z * z * z * z
 	}
 	if s2 == 0 {
 		return false

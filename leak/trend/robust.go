@@ -137,18 +137,9 @@ func (s *scratch) robustFit(x, y []float64, floorScale float64) fitResult {
 	if n < 2 {
 		return r
 	}
-	slope := s.repeatedMedian(x, y)
-	res := grow(&s.c, n)
-	for i := range n {
-		res[i] = y[i] - slope*x[i]
-	}
-	icpt := median(res)
-	for i := range n {
-		res[i] = math.Abs(y[i] - slope*x[i] - icpt)
-	}
-	r.spread = 1.4826 * median(res)
+	slope, icpt, spread := s.robustLine(x, y)
+	r.spread = spread
 	scale := math.Max(r.spread, floorScale)
-	// median reordered res: recompute the residuals for the inlier test.
 	var sn, sx, sy float64
 	for i := range n {
 		if math.Abs(y[i]-slope*x[i]-icpt) <= 3*scale {
@@ -184,6 +175,23 @@ func (s *scratch) robustFit(x, y []float64, floorScale float64) fitResult {
 	}
 	r.r2 = math.Min(math.Max(sxy*sxy/(sxx*syy), 0), 1)
 	return r
+}
+
+// robustLine is Siegel's repeated-median line through (x, y), its intercept the median
+// of the residuals, and their robust spread (1.4826·MAD). The caller recomputes the
+// residuals it needs: the median reorders its buffer.
+func (s *scratch) robustLine(x, y []float64) (slope, icpt, spread float64) {
+	n := len(x)
+	slope = s.repeatedMedian(x, y)
+	res := grow(&s.c, n)
+	for i := range n {
+		res[i] = y[i] - slope*x[i]
+	}
+	icpt = median(res)
+	for i := range n {
+		res[i] = math.Abs(y[i] - slope*x[i] - icpt)
+	}
+	return slope, icpt, 1.4826 * median(res)
 }
 
 // highs counts the ratchet new highs of y: a point counts when it exceeds the last
