@@ -555,12 +555,14 @@ func TestNearFullLeakUnderLargerRequests(t *testing.T) {
 // seed 92 at 21m30s; x_cache_fill_mid seed 98; x_cache_fill_slow seeds 6, 8 and 13), and a day's traffic climbing
 // into saturation whose climb slows as it nears its peak (load_diurnal seed 38). A
 // parabola through all the floors near their robust line reads the bend (round 25,
-// trend's bends). Quiet.
+// trend's bends); fills slower than the built ones that it reads once their pace fell
+// under bendPace, not steadyPace (x_cache_fill_slow seeds 11, 37, 64, 74, 96;
+// x_cache_fill_mid seed 65). Quiet.
 func TestFillBendsSeeds(t *testing.T) {
 	for _, tc := range []struct {
 		class string
 		seeds []uint64
-	}{{"cache_fill_smooth", []uint64{92}}, {"x_cache_fill_mid", []uint64{98}}, {"x_cache_fill_slow", []uint64{6, 8, 13}}, {"load_diurnal", []uint64{38}}} {
+	}{{"cache_fill_smooth", []uint64{92}}, {"x_cache_fill_mid", []uint64{98}}, {"x_cache_fill_slow", []uint64{6, 8, 13, 11, 37, 64, 74, 96}}, {"x_cache_fill_mid", []uint64{65}}, {"load_diurnal", []uint64{38}}} {
 		if r := sweepLoad(t, tc.class, tc.seeds, false); r.FalseAlarms != 0 {
 			t.Errorf("%s seeds %v: %d false alarms, want none", tc.class, tc.seeds, r.FalseAlarms)
 		}

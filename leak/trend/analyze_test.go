@@ -241,18 +241,20 @@ func TestBinomialCDF(t *testing.T) {
 // TestSlowingBends: a cache filling in small steps (τ 10–12 minutes at 30-second
 // buckets) slows down from its first minutes, but the halves' robust slopes read its
 // pace ratio as 0.80–0.86 at some spans, by the steps' quantization (cache_fill_smooth
-// seed 92 of vram_eval paged at 21m30s on such a span, seed 89 of x_cache_fill_mid
+// seed 92 of vram_eval paged at 21m30s on such a span, x_cache_fill_mid seed 98
 // likewise): the least-squares parabola through all the floors reads the bend at every
-// span. A step at the rise's foot followed by a line (workspaces and pools kept at a
-// first request, then a leak) bends the parabola too; there the halves' robust slopes,
-// which the step does not move, keep their pace, and it is not slowing. Nor is a leak in
-// the same small steps, from any onset.
+// span; and a slower fill of 3 GiB (τ 18–22 minutes, outside the built ones, like
+// x_cache_fill_slow) from 7.5 minutes into it, where its pace has fallen to 0.81–0.84
+// (bendPace; at steadyPace only from 8–9.5 minutes). A step at the rise's foot followed
+// by a line (workspaces and pools kept at a first request, then a leak) bends the
+// parabola through every floor too; the floors before the step lie off the robust line
+// and are left out, and it is not slowing. Nor is a leak in the same small steps.
 func TestSlowingBends(t *testing.T) {
 	var sc scratch
 	for _, c := range []struct {
 		b, tau, q float64
 		from      int
-	}{{584, 20, 2.9, 11}, {738, 24, 3.7, 10}, {584, 24, 2.9, 13}} {
+	}{{584, 20, 2.9, 11}, {738, 24, 3.7, 10}, {584, 24, 2.9, 13}, {3000, 36, 8, 15}, {3000, 40, 8, 15}, {3000, 44, 8, 15}} {
 		for n := c.from; n <= 16; n++ {
 			x, y := fillFloors(n, c.b, c.tau, 1, c.q)
 			if !sc.slower(x, y, mib) {
