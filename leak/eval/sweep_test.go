@@ -275,15 +275,15 @@ func TestYoungLeakNearFullNotHeld(t *testing.T) {
 
 // TestLoadReported: where the client reports its requests in flight (its request()), a
 // sample with none in flight is the process at rest. The look-alikes whose floor is load
-// in flight page less (measured on seeds 1–100: load_diurnal 6 → 0, 7 before round 25, 18 before round 14,
-// long_generation 6 → 0 before round 19's confirmed roomy run made it 0 without them
-// too, saturated_burst_near_full 6 → 1, 12 → 6 before round 24; held to that with
-// VRAM_SWEEP=100), seeds that page without the signal stay quiet with it (load_diurnal
-// seed 79 pages with it too unless the client's word that nothing was at rest counts on
-// its own; until round 14 the seeds were 12, 13 and 28, quiet without the
-// counts since, seed 38 until round 25's bends, and saturated_burst_near_full's 4 and 11
-// until round 24), and a leak under a day's
-// traffic that the lost idle moments would hold is found on the floors at rest, over two
+// in flight page less (measured on seeds 1–100: load_diurnal 6 → 0, 7 before round 25,
+// 18 before round 14, long_generation 6 → 0 before round 19's confirmed roomy run made
+// it 0 without them too, saturated_burst_near_full 6 → 1, 12 → 6 before round 24; held
+// to that with VRAM_SWEEP=100), seeds that page without the signal stay quiet with it
+// (load_diurnal seeds 18, 25 and 79; seed 38, which paged with the counts too unless the
+// client's word that nothing was at rest counted on its own, until round 25's bends left
+// it quiet without them; until round 14 the seeds were 12, 13 and 28, quiet without the
+// counts since; saturated_burst_near_full's 4 and 11 until round 24), and a leak under a
+// day's traffic that the lost idle moments would hold is found on the floors at rest, over two
 // short windows (load_diurnal_leak seed 26) or the long window (seed 3): missed without
 // them.
 func TestLoadReported(t *testing.T) {
@@ -552,17 +552,22 @@ func TestNearFullLeakUnderLargerRequests(t *testing.T) {
 // TestFillBendsSeeds: caches filling to a budget after the warm-up, fast at first and
 // ever slower, that paged while the halves' robust slopes of their floors, scattered by
 // the fill's small steps, read a pace ratio just over steadyPace (cache_fill_smooth
-// seed 92 at 21m30s; x_cache_fill_mid seed 98; x_cache_fill_slow seeds 6, 8 and 13), and a day's traffic climbing
-// into saturation whose climb slows as it nears its peak (load_diurnal seed 38). A
-// parabola through all the floors near their robust line reads the bend (round 25,
-// trend's bends); fills slower than the built ones that it reads once their pace fell
-// under bendPace, not steadyPace (x_cache_fill_slow seeds 11, 37, 64, 74, 96;
-// x_cache_fill_mid seed 65). Quiet.
+// seed 92 at 21m30s; x_cache_fill_mid seed 98; x_cache_fill_slow seeds 6, 8 and 13), and
+// a day's traffic climbing into saturation whose climb slows as it nears its peak
+// (load_diurnal seed 38). A parabola through all the floors near their robust line
+// reads the bend (round 25, trend's bends); and fills slower than the built ones once
+// their pace fell under bendPace, not steadyPace (x_cache_fill_slow seeds 11, 37, 64,
+// 74, 96; x_cache_fill_mid seed 65). Quiet.
 func TestFillBendsSeeds(t *testing.T) {
 	for _, tc := range []struct {
 		class string
 		seeds []uint64
-	}{{"cache_fill_smooth", []uint64{92}}, {"x_cache_fill_mid", []uint64{98}}, {"x_cache_fill_slow", []uint64{6, 8, 13, 11, 37, 64, 74, 96}}, {"x_cache_fill_mid", []uint64{65}}, {"load_diurnal", []uint64{38}}} {
+	}{
+		{"cache_fill_smooth", []uint64{92}},
+		{"x_cache_fill_mid", []uint64{65, 98}},
+		{"x_cache_fill_slow", []uint64{6, 8, 11, 13, 37, 64, 74, 96}},
+		{"load_diurnal", []uint64{38}},
+	} {
 		if r := sweepLoad(t, tc.class, tc.seeds, false); r.FalseAlarms != 0 {
 			t.Errorf("%s seeds %v: %d false alarms, want none", tc.class, tc.seeds, r.FalseAlarms)
 		}

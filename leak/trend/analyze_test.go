@@ -248,7 +248,7 @@ func TestBinomialCDF(t *testing.T) {
 // (bendPace; at steadyPace only from 8–9.5 minutes). A step at the rise's foot followed
 // by a line (workspaces and pools kept at a first request, then a leak) bends the
 // parabola through every floor too; the floors before the step lie off the robust line
-// and are left out, and it is not slowing. Nor is a leak in the same small steps.
+// and are left out, and it is not slowing at any span.
 func TestSlowingBends(t *testing.T) {
 	var sc scratch
 	for _, c := range []struct {
