@@ -1054,7 +1054,7 @@ func (s *scratch) slower(x, y []float64, sigma float64) bool {
 const bendAgree = 0.9
 
 // bends says whether a least-squares parabola through the floors (x, y) that lie near
-// their robust line rises, at the middle of the newer half, at less than steadyPace of
+// their robust line rises, at the middle of the newer half, at less than bendPace of
 // its pace at the middle of the older half, by more than two standard errors of that
 // difference. It uses every floor where the halves' robust slopes use half each, so
 // it reads a fill's bend where the small steps a cache fills in make those slopes
