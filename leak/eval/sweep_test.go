@@ -557,3 +557,33 @@ func TestFillBendsSeeds(t *testing.T) {
 	quietSeeds(t, "x_cache_fill_slow", 6, 8, 11, 13, 37, 64, 74, 96)
 	quietSeeds(t, "load_diurnal", 38)
 }
+
+// TestExcursionPaceAtGiveBack: a fast leak under a collector's sawtooth on a busy server
+// must rise faster than the ramps the series gave back (trend's back) to page on a roomy
+// GPU. Two busy buckets in a row part way up a ramp left one fitted point 350 MiB above
+// it, and read as the ramp's top they made a pace of 139 MiB/min out of ramps of 11,
+// which excused a leak of 279 MiB/min for the 30 minutes it ran (x_gc_sawtooth_fast_leak
+// seed 13, missed until round 26 took the pace to where the ramp stood when it gave
+// back). Flagged within 10 minutes now.
+func TestExcursionPaceAtGiveBack(t *testing.T) {
+	r := sweepLoad(t, "x_gc_sawtooth_fast_leak", []uint64{13}, false)
+	if r.Missed != 0 || len(r.Delays) != 1 || r.Delays[0] > 10*time.Minute {
+		t.Errorf("x_gc_sawtooth_fast_leak seed 13: %d missed, delays %v; want flagged within 10 minutes", r.Missed, r.Delays)
+	}
+}
+
+// TestRunConfirmedOverTwoBuckets: the fast rule's run clear of load on a roomy GPU must
+// still rise at the next bucket's close (trend's confirmRoomy). On a server seldom idle
+// a bucket without an idle moment holds its floor up by the least load in flight, and
+// the bucket after it rises less than the leak's pace, or falls: read on that bucket
+// alone, the leak was let go and its run broken (x_fast_leak_stops seeds 15, 16 and 48,
+// 100–1000 MiB/min that stops after 10–40 minutes, never flagged). Read over the newest
+// two buckets together, as a long generation that ends or a burst that holds is not
+// (round 26), they page within 5 minutes.
+func TestRunConfirmedOverTwoBuckets(t *testing.T) {
+	seeds := []uint64{15, 16, 48}
+	r := sweepLoad(t, "x_fast_leak_stops", seeds, false)
+	if r.Missed != 0 || len(r.Delays) != len(seeds) || slices.Max(r.Delays) > 5*time.Minute {
+		t.Errorf("x_fast_leak_stops seeds %v: %d missed, delays %v; want all flagged within 5 minutes", seeds, r.Missed, r.Delays)
+	}
+}

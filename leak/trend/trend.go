@@ -1158,7 +1158,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		keep := relaxed || (g.early && relaxedOn(v.half))
 		switch g.rule {
 		case ruleFast:
-			keep = keep || v.cont
+			keep = keep || v.cont || v.contPair
 			// Where the GPU has room, a steep rise that then goes ever slower is a cache
 			// filling to its budget (see slowing), not a leak.
 			keep = keep && !(g.roomy && v.slowing)
