@@ -733,14 +733,31 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	if n >= 2 && xs[n-1]-xs[n-2] == 1 {
 		cont = fs[n-1]-fs[n-2] >= step/2
 	}
-	// pair: the same over the newest two buckets together. A floor is the least of a
-	// bucket's samples, and on a server seldom idle a bucket without an idle moment
-	// holds it up by the least load in flight: the bucket after it then rises less
-	// than a leak's pace, or falls, and cont fails on a leak that goes on (vram_eval
-	// fast_leak seed 97, 471 MiB/min on a server 93 % busy: let go at the bucket that
-	// was to confirm it, flagged 8 minutes later by the short rule). A long generation
-	// that ends, or a burst that holds, fails both.
-	pair := cont || (n >= 3 && xs[n-1]-xs[n-3] == 2 && fs[n-1]-fs[n-3] >= step)
+	// pair: the same over the newest two buckets together, where the newest bucket does
+	// not spread wider than the short window's buckets before it (their upper quartile,
+	// and the noise, as the rigid test below). A floor is the least of a bucket's
+	// samples, and on a server seldom idle a bucket without an idle moment holds it up
+	// by the least load in flight: the bucket after it then rises less than a leak's
+	// pace, or falls, and cont fails on a leak that goes on (vram_eval fast_leak seed 97,
+	// 471 MiB/min on a server 93 % busy: let go at the bucket that was to confirm it,
+	// flagged 8 minutes later by the short rule; x_fast_leak_stops seeds 15, 16 and 48
+	// never). A long generation that ends falls by all it held, and a saturated burst's
+	// floor, the least load in flight, falls in a bucket its load stretches (without the
+	// spread's test x_saturated_long seed 270 paged at the fall that was to confirm it).
+	pair := cont
+	if !cont && n >= 3 && xs[n-1]-xs[n-3] == 2 && fs[n-1]-fs[n-3] >= step {
+		ns := int64(cfg.ShortWindow / cfg.Bucket)
+		older := e.sc.bx[:0]
+		for i := n - 3; i >= 0 && xs[i] > xs[n-1]-float64(ns); i-- {
+			if sp, ok := spreadAt(i); ok {
+				older = append(older, sp)
+			}
+		}
+		e.sc.bx = older
+		if sp, ok := spreadAt(n - 1); ok && len(older) >= minPoints {
+			pair = sp <= upperQuartile(older)+4*sigma
+		}
+	}
 	k := fastBuckets
 	if n < k+1 || xs[n-1]-xs[n-1-k] != float64(k) {
 		return fastRise{cont: cont, pair: pair, chance: 1}
