@@ -590,3 +590,36 @@ func TestRunConfirmedOverTwoBuckets(t *testing.T) {
 	}
 	quietSeeds(t, "x_saturated_long", 270)
 }
+
+// TestRoomyRunSlowingTwice: once the roomy fast rule's run has paged, the test of
+// slowing lets it go only at the second close in a row that reads it: so soon after the
+// onset its halves hold a few floors each, and one bucket held up by a request tips it
+// for that close alone (fast_leak seeds 73, 97 and 98 went `leak`, `steady` for 30–90 s,
+// `leak`, restarting the rules' `for:`). Before the page it still ends the run at once:
+// a fill's first steep minutes are such a run (ignored at any close while the run read
+// clear of load, cache_fill_smooth seeds 1, 2, 6, 17 and 22 paged).
+func TestRoomyRunSlowingTwice(t *testing.T) {
+	for _, seed := range []uint64{73, 97, 98} {
+		var buf bytes.Buffer
+		if err := ShowClass("fast_leak", seed, false, trend.DefaultConfig(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		paged := false
+		for _, line := range strings.Split(buf.String(), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 5 || f[2] == "gpu" || !strings.HasPrefix(f[1], "+") {
+				continue
+			}
+			if f[4] == string(trend.Leak) {
+				paged = true
+			} else if paged {
+				t.Errorf("fast_leak seed %d: %s after its page, want `leak` to the end:\n%s", seed, f[4], buf.String())
+				break
+			}
+		}
+		if !paged {
+			t.Errorf("fast_leak seed %d: never paged:\n%s", seed, buf.String())
+		}
+	}
+	quietSeeds(t, "cache_fill_smooth", 1, 2, 6, 17, 22)
+}

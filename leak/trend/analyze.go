@@ -738,12 +738,13 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// and the noise, as the rigid test below). A floor is the least of a bucket's
 	// samples, and on a server seldom idle a bucket without an idle moment holds it up
 	// by the least load in flight: the bucket after it then rises less than a leak's
-	// pace, or falls, and cont fails on a leak that goes on (vram_eval fast_leak seed 97,
-	// 471 MiB/min on a server 93 % busy: let go at the bucket that was to confirm it,
-	// flagged 8 minutes later by the short rule; x_fast_leak_stops seeds 15, 16 and 48
-	// never). A long generation that ends falls by all it held, and a saturated burst's
-	// floor, the least load in flight, falls in a bucket its load stretches (without the
-	// spread's test x_saturated_long seed 270 paged at the fall that was to confirm it).
+	// pace, or falls, and cont fails on a leak that goes on (vram_eval -stress,
+	// x_fast_leak_stops seeds 16 and 48: let go at the bucket that was to confirm the
+	// run, never flagged). A long generation that ends falls by all it held, and a
+	// saturated burst's floor, the least load in flight, falls in a bucket its load
+	// stretches (without the spread's test x_saturated_long seed 270 paged at the fall
+	// that was to confirm it). A confirming bucket that a request spans from its start
+	// spreads as wide, and still fails (x_fast_leak_stops seed 15, fast_leak seed 97).
 	pair := cont
 	if !cont && n >= 3 && xs[n-1]-xs[n-3] == 2 && fs[n-1]-fs[n-3] >= step {
 		ns := int64(cfg.ShortWindow / cfg.Bucket)
