@@ -1161,7 +1161,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		keep := relaxed || (g.early && relaxedOn(v.half))
 		switch g.rule {
 		case ruleFast:
-			keep = keep || v.cont || v.contPair
+			keep = keep || v.contPair // cont, or the newest two buckets (see fastRule)
 			// Where the GPU has room, a steep rise that then goes ever slower is a cache
 			// filling to its budget (see slowing), not a leak. Before it paged at once;
 			// once paged, at the second close in a row that reads it: so soon after the
