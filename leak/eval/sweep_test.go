@@ -572,6 +572,23 @@ func TestExcursionPaceAtGiveBack(t *testing.T) {
 	}
 }
 
+// TestSteepPastSawtooth: a fast leak under a collector's sawtooth on a busy server, whose
+// run of steep buckets the collections and the busy buckets keep breaking and whose
+// troughs the leak outruns (a collection gives back less than the leak added since the
+// trough before: no cycle), pages once the floors' own line over the short window rises
+// more than twice as steeply as any ramp the sawtooth climbed (trend's steepSaw, round
+// 27): seed 15, 322 MiB/min, never flagged before, within 10 minutes. Only where the
+// floors rose in at least half the window's buckets: a cache at capacity swapping
+// engines outside the allocator climbs as steeply in a staircase of a few large steps
+// (x_adapter_churn_unattributed seed 19 paged on its line for four minutes).
+func TestSteepPastSawtooth(t *testing.T) {
+	r := sweepLoad(t, "x_gc_sawtooth_fast_leak", []uint64{15}, false)
+	if r.Missed != 0 || len(r.Delays) != 1 || r.Delays[0] > 10*time.Minute {
+		t.Errorf("x_gc_sawtooth_fast_leak seed 15: %d missed, delays %v; want flagged within 10 minutes", r.Missed, r.Delays)
+	}
+	quietSeeds(t, "x_adapter_churn_unattributed", 19)
+}
+
 // TestRunConfirmedOverTwoBuckets: the fast rule's run clear of load on a roomy GPU must
 // still rise at the next bucket's close (trend's confirmRoomy). On a server seldom idle
 // a bucket without an idle moment holds its floor up by the least load in flight, and

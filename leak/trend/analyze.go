@@ -126,8 +126,9 @@ type view struct {
 	// bucket's floor fell by sig below the one before's: a collection. (On any series,
 	// noise that falls by sig kept fills the fast rule took: -stress x_cache_fill_large
 	// 0 → 6 false verdicts.)
-	floor float64
-	fell  bool
+	floor    float64
+	fell     bool
+	steepSaw bool
 	// troughs: what the collections of the series' sawtooth came back to (see
 	// risingTroughs); not for NVML's coarse used.
 	troughs troughRise
@@ -262,6 +263,15 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 				pace := (ps[end] - ps[k]) / (xs[end] - xs[k])
 				back = math.Max(back, pace)
 				if ps[k] <= lowest+v.sig {
+					// Read to where the ramp robustly stood (see rampLevel): on a
+					// collector's sawtooth (where backLow stands in for back, see
+					// fastRule) two busy buckets in a row at a ramp's end left a point
+					// that made a ramp of 29 MiB a bucket read as 99, which excused a
+					// leak of 322 MiB/min for the 30 minutes it ran (vram_eval -stress,
+					// x_gc_sawtooth_fast_leak seed 15).
+					if lv, at, ok := rampLevel(end, k, xs, ps); ok {
+						pace = (lv - ps[k]) / (at - xs[k])
+					}
 					backLow = math.Max(backLow, pace)
 				}
 				lowest = math.Min(lowest, ps[k])
@@ -300,6 +310,38 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// The floors' own fits, exported: the short window, and the long window in blocks.
 	lo := n - inShort
 	v.short = sc.robustFit(xs[lo:], ps[lo:], sigma)
+	// Steep past the sawtooth (steepSaw): on a series that showed a collector's
+	// sawtooth, the floors' own line over the short window rises at the fast rate or
+	// more, and faster than twice the steepest ramp the sawtooth climbed from its lowest
+	// level (backLow), by the fast step; and the floors rose in at least half the
+	// window's buckets. Under a sawtooth the judged window is three envelope widths
+	// (up to 40 minutes) of the troughs, which lag a leak by a cycle, and a leak much
+	// steeper than the garbage outruns them: a collection gives back less than the leak
+	// added since the trough before, which is no cycle, and the troughs read go stale
+	// (see risingTroughs). On a busy server the collections and the buckets without an
+	// idle moment keep breaking the fast rule's run. What no ramp of the sawtooth does is
+	// climb a whole short window at more than twice the pace of the steepest one it gave
+	// back (a collector's garbage piles up with the requests at about the same pace
+	// each cycle): vram_eval -stress, x_gc_sawtooth_fast_leak seed 15, a leak of 322
+	// MiB/min under ramps of 29 MiB a bucket, never flagged in the 30 minutes it ran,
+	// now after 8 minutes. Rising in at least half the buckets (by more than a MiB: the
+	// fitted points repeat where a bucket held no idle moment, and a collection falls)
+	// because a cache at capacity swapping engines outside the allocator climbs as
+	// steeply in a staircase of a few large steps (x_adapter_churn_unattributed seed 19,
+	// 5 rises in 19 buckets, paged for four minutes without this; the leak rose in 13–16).
+	step := cfg.FastRate * cfg.Bucket.Seconds()
+	if saw.hi > 0 && e.qualifies(v.short) && v.short.slope >= step && v.short.slope-steadyRise*backLow >= step {
+		up, all := 0, 0
+		for i := lo + 1; i < n; i++ {
+			if xs[i]-xs[i-1] == 1 {
+				all++
+				if ps[i] > ps[i-1]+sigmaMin {
+					up++
+				}
+			}
+		}
+		v.steepSaw = 2*up >= all
+	}
 	bx, by := blocks(xs, ps, longBlocks, &sc.bx, &sc.by)
 	v.long = sc.robustFit(bx, by, sigma)
 
@@ -1426,6 +1468,9 @@ func (s *sawCycles) add(j, k, top int, xs, ps []float64) bool {
 		return false
 	}
 	pace := height / length
+	if lv, at, ok := rampLevel(top, k, xs, ps); ok {
+		height, pace = lv-ps[j], (lv-ps[j])/(at-xs[k])
+	}
 	if s.hi == 0 {
 		s.lo, s.level = pace, ps[j]
 	}
@@ -1434,6 +1479,17 @@ func (s *sawCycles) add(j, k, top int, xs, ps []float64) bool {
 	s.top, s.long = math.Max(s.top, height), math.Max(s.long, length)
 	s.level = math.Min(s.level, ps[j])
 	return true
+}
+
+// rampLevel is where a ramp from ps[k] stood at its end ps[i], read robustly: the
+// median of its last three points, and where that median is read (the middle one's x).
+// ok only where those three lie within the ramp, one bucket apart.
+func rampLevel(i, k int, xs, ps []float64) (level, at float64, ok bool) {
+	if i-2 <= k || xs[i]-xs[i-2] != 2 {
+		return 0, 0, false
+	}
+	a, b, c := ps[i-2], ps[i-1], ps[i]
+	return math.Max(math.Min(a, b), math.Min(math.Max(a, b), c)), xs[i-1], true
 }
 
 // gradual says whether the floors rose from ps[k] to ps[top] over more than one bucket:

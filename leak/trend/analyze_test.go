@@ -278,3 +278,35 @@ func TestSlowingBends(t *testing.T) {
 		}
 	}
 }
+
+// TestRampLevelBusyTop: a collector's ramp is read to where it robustly stood when it
+// gave back (the median of its last three fitted points), not to one point two busy
+// buckets in a row left high at its end: such a point made a ramp of 30 MiB a bucket
+// read as 70, and a leak of twice the garbage's pace that should have stood out from
+// the sawtooth read as one of its ramps (vram_eval -stress, x_gc_sawtooth_fast_leak
+// seed 15, a leak of 322 MiB/min never flagged). The clean ramp reads its own pace.
+func TestRampLevelBusyTop(t *testing.T) {
+	for _, spike := range []bool{false, true} {
+		xs, ps := make([]float64, 12), make([]float64, 12)
+		for i := range xs {
+			xs[i], ps[i] = float64(i), (1000+30*float64(i))*mib
+		}
+		if spike {
+			ps[10] = 1700 * mib
+		}
+		ps[11] = 1000 * mib
+		var s sawCycles
+		if !s.add(11, 0, 10, xs, ps) {
+			t.Fatalf("spike %v: the ramp was not taken for a cycle", spike)
+		}
+		if got := s.hi / mib; math.Abs(got-30) > 1 {
+			t.Errorf("spike %v: ramp pace %.1f MiB a bucket, want 30", spike, got)
+		}
+		if lv, at, ok := rampLevel(10, 0, xs, ps); !ok || lv != 1270*mib || at != 9 {
+			t.Errorf("spike %v: rampLevel = %.0f MiB at %v (%v), want 1270 MiB at 9", spike, lv/mib, at, ok)
+		}
+	}
+	if _, _, ok := rampLevel(2, 0, []float64{0, 1, 2}, []float64{0, 1, 2}); ok {
+		t.Error("rampLevel read a level from points that include the ramp's foot")
+	}
+}

@@ -368,16 +368,17 @@ const (
 
 // growState is one column's growth: which rule started it, when, and at what slope.
 type growState struct {
-	rule  rule
-	since time.Time
-	slope float64 // bytes/s
-	fit   float64
-	line  bool // it started as a line (most buckets rising), not a staircase
-	early bool // it started on the newest half of the short window (see track)
-	roomy bool // the fast rule started it on a rise clear of load, not on urgency
-	steep bool // it started at FastRate or faster (see youngHold)
-	rest  bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
-	exact bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
+	rule   rule
+	since  time.Time
+	slope  float64 // bytes/s
+	fit    float64
+	line   bool // it started as a line (most buckets rising), not a staircase
+	early  bool // it started on the newest half of the short window (see track)
+	roomy  bool // the fast rule started it on a rise clear of load, not on urgency
+	steep  bool // it started at FastRate or faster (see youngHold)
+	floors bool // the fast rule's, started on the floors' own line past a sawtooth (see analyze's steepSaw)
+	rest   bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
+	exact  bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost, or (saw)
 	// for being the next ramp of the series' sawtooth; 0 if none.
@@ -1061,6 +1062,15 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		switch {
 		case urgentFast || (runOK && v.fast && v.rigid && !v.idleGone && cleared && !v.slowing && !v.idleLost):
 			*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
+		case runOK && v.steepSaw && !v.stretched && !v.idleLost && !v.twoWay:
+			// A rise under a collector's sawtooth steeper than any of its ramps, on the
+			// floors' own line (see analyze's steepSaw), where the judged window's
+			// envelope lags a cycle and the fast rule's runs keep breaking. As the fast
+			// rule's run on a roomy GPU: confirmed at the next bucket, held while young,
+			// kept while the floors' line still rises at half the fast rate. Not where
+			// load stretched the buckets, the idle moments were lost or the floors walked
+			// both ways (a cache at capacity).
+			*g = growState{rule: ruleFast, since: now, slope: v.short.slope / b, fit: v.short.r2, roomy: true, steep: true, floor: v.floor, floors: true}
 		case shortOK:
 			// A steep line whose floors keep falling by more than 2σ (one bucket in four; a
 			// leak's noise rarely does) is a saturated server's plateau,
@@ -1170,7 +1180,13 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// went `leak`, `steady` for 30–60 s, `leak`). Not before the page: a fill's
 			// first steep minutes are such a run, and its confirming close is where the
 			// test ends it (ignored there, cache_fill_smooth paged on 8 of 100, not 1).
-			keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed))
+			// Not growth found on the floors' own line past a sawtooth (see steepSaw):
+			// the test reads the envelope, which lags the sawtooth a cycle; it is kept
+			// while that line still rises at half the fast rate.
+			keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed) && !g.floors)
+			if g.floors {
+				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
+			}
 			// But a collector's sawtooth (the issue's, under a leak) gives back at each
 			// collection the garbage, not the leak: the run of rising buckets breaks
 			// (cont) while the envelope the judged window and the test of slowing read,
@@ -1220,6 +1236,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		// newest buckets (the judged window lags behind a steep leak); otherwise the
 		// judged window's, or the long window's for a slow leak.
 		switch {
+		case g.floors && relaxedOn(v.short):
+			// Found on the floors' own line: the envelope lags the sawtooth.
+			g.slope, g.fit = v.short.slope/b, v.short.r2
 		case v.cont && g.rule == ruleFast:
 			g.slope = math.Max(v.fastRate, v.judge.slope/b)
 		case g.rule == ruleTrough && v.troughs.held:
@@ -1355,6 +1374,8 @@ func (e *Engine) memoryLeft(uuid string) (float64, bool) {
 func growthReason(what string, g growState, now time.Time) string {
 	var r string
 	switch {
+	case g.rule == ruleFast && g.floors:
+		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) over the short window, more than twice as steeply as any ramp of the collector's sawtooth it showed: more than garbage", what, g.slope/MiBPerMinute, g.fit)
 	case g.rule == ruleFast && g.roomy && g.rest:
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, also at the moments the client reported no request in flight: not load", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleFast && g.roomy:
