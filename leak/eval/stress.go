@@ -74,6 +74,11 @@ func Stress() []Class {
 			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
 			leakFor(100, 1000, 30, 60, 30*time.Minute)(r, s)
 		})
+	add("gc_sawtooth_cache_fill", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) and a cache of 0.5–8 GiB filling as 1 − e^(−t/τ), τ 3–15 min, from minute 1–20 (as cache_fill_smooth): steeper than the ramps at first, then full", false,
+		func(r *rand.Rand, s *Spec) {
+			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
+			fillSteps(s, uniform(r, 512, 8192), uniform(r, 1, 20), uniform(r, 3, 15), 300)
+		})
 	add("gc_sawtooth_leak_stops", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) over a leak of 2–30 MiB/min that stops after 20–60 min", true,
 		func(r *rand.Rand, s *Spec) {
 			stops(2, 30, 20, 60)(r, s)

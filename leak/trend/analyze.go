@@ -329,6 +329,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// because a cache at capacity swapping engines outside the allocator climbs as
 	// steeply in a staircase of a few large steps (x_adapter_churn_unattributed seed 19,
 	// 5 rises in 19 buckets, paged for four minutes without this; the leak rose in 13–16).
+	// And not where those floors rise ever slower (see slowing; read on the floors, the
+	// envelope lags): a cache that fills on such a server outruns its ramps at first
+	// (x_gc_sawtooth_cache_fill seed 60, 444 then 125 MiB/min, paged at 22:30 without
+	// this).
 	step := cfg.FastRate * cfg.Bucket.Seconds()
 	if saw.hi > 0 && e.qualifies(v.short) && v.short.slope >= step && v.short.slope-steadyRise*backLow >= step {
 		up, all := 0, 0
@@ -340,7 +344,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 				}
 			}
 		}
-		v.steepSaw = 2*up >= all
+		v.steepSaw = 2*up >= all && !sc.slowing(xs[lo:], ps[lo:], v.sig, sigma)
 	}
 	bx, by := blocks(xs, ps, longBlocks, &sc.bx, &sc.by)
 	v.long = sc.robustFit(bx, by, sigma)
