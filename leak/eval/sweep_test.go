@@ -588,6 +588,13 @@ func TestSteepPastSawtooth(t *testing.T) {
 	if r.Missed != 0 || len(r.Delays) != 1 || r.Delays[0] > 10*time.Minute {
 		t.Errorf("x_gc_sawtooth_fast_leak seed 15: %d missed, delays %v; want flagged within 10 minutes", r.Missed, r.Delays)
 	}
+	var buf bytes.Buffer
+	if err := ShowClass("x_gc_sawtooth_fast_leak", 15, false, trend.DefaultConfig(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "more than twice as steeply as any ramp of the collector's sawtooth") {
+		t.Errorf("x_gc_sawtooth_fast_leak seed 15: no verdict says it rose past the sawtooth's ramps:\n%s", buf.String())
+	}
 	quietSeeds(t, "x_adapter_churn_unattributed", 19)
 	quietSeeds(t, "x_gc_sawtooth_cache_fill", 60)
 }
