@@ -1183,9 +1183,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// Not growth found on the floors' own line past a sawtooth (see steepSaw):
 			// the test reads the envelope, which lags the sawtooth a cycle; it is kept
 			// while that line still rises at half the fast rate.
-			keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed) && !g.floors)
 			if g.floors {
 				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
+			} else {
+				keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed))
 			}
 			// But a collector's sawtooth (the issue's, under a leak) gives back at each
 			// collection the garbage, not the leak: the run of rising buckets breaks
