@@ -111,6 +111,29 @@ func TestRisingTroughs(t *testing.T) {
 	if r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[13], saw); r.rising {
 		t.Errorf("the middle trough before since: %+v, want not rising", r)
 	}
+	if r.slowing {
+		t.Errorf("troughs rising by 20 a cycle each: %+v, want not slowing", r)
+	}
+	// Troughs that rise ever slower (a cache filling to its budget under the sawtooth):
+	// by 60, then by 22, each by more than sig, at a third of the pace. Not where the
+	// paces differ by less than the troughs' noise can make them (sig over each gap).
+	fill := slices.Clone(ps)
+	for i := 12; i < len(fill); i++ {
+		fill[i] += 40
+	}
+	for i := 19; i < len(fill); i++ {
+		fill[i] += 2
+	}
+	if r := risingTroughs(tr, xs, fill, make([]float64, len(xs)), sig, xs[0], &sawCycles{drop: 19, top: 80, long: 7}); !r.rising || !r.slowing {
+		t.Errorf("troughs rising by 60 then by 22: %+v, want rising and slowing", r)
+	}
+	near := slices.Clone(ps)
+	for i := 12; i < len(near); i++ {
+		near[i] += 8
+	}
+	if r := risingTroughs(tr, xs, near, make([]float64, len(xs)), sig, xs[0], &sawCycles{drop: 19, top: 80, long: 7}); !r.rising || r.slowing {
+		t.Errorf("troughs rising by 28 then by 20 (paces within the noise): %+v, want rising, not slowing", r)
+	}
 }
 
 // twoWay counts sharp net steps: a swap whose eviction and load fall two buckets apart

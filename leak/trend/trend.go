@@ -1091,7 +1091,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 			// class). Not on a stretched rise either (see above).
 			*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-		case v.troughs.rising && v.troughs.slope/b >= cfg.MinRate && !held:
+		case v.troughs.rising && !v.troughs.slowing && v.troughs.slope/b >= cfg.MinRate && !held:
 			// Under a collector's sawtooth the judged window is three envelope widths, and
 			// its robust line turns only once the leak holds more than half of it: a leak
 			// of 1–20 MiB/min under the issue's sawtooth was flagged 32 minutes after its
@@ -1100,6 +1100,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// by more than the noise, where the floor stayed from then on, are the leak
 			// (see risingTroughs): 20 minutes, no false verdict more on any class, built
 			// or outside the built ranges (docs/leak-detection.md, round 18).
+			// Not where the newest trough rose at under steadyPace of the one before's
+			// pace (see troughRise.slowing): a cache filling on such a server lifts
+			// the troughs ever less (vram_eval -stress, x_gc_sawtooth_cache_fill seed 4:
+			// 1,452 MiB over 28 buckets, then 195 over 20, paged for 18 minutes).
 			*g = growState{rule: ruleTrough, since: now, slope: v.troughs.slope / b, fit: 1}
 		case v.idleLost && atRest && !filling && !v.slowing:
 			// The rise the lost idle moments hid, on the floors at rest (see restFit; where
@@ -1180,13 +1184,19 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// went `leak`, `steady` for 30–60 s, `leak`). Not before the page: a fill's
 			// first steep minutes are such a run, and its confirming close is where the
 			// test ends it (ignored there, cache_fill_smooth paged on 8 of 100, not 1).
-			// Not growth found on the floors' own line past a sawtooth (see steepSaw):
-			// the test reads the envelope, which lags the sawtooth a cycle; it is kept
-			// while that line still rises at half the fast rate.
+			keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed))
+			// Growth found on the floors' own line past a sawtooth (see steepSaw) is kept
+			// whatever that test says while the line still rises at half the fast rate
+			// and outruns twice the sawtooth's steepest ramp (pastSaw), as it had to to
+			// start: the test reads the envelope, which lags the sawtooth a cycle. Not on
+			// the line alone: once a cache that filled on such a server is full, the
+			// collector's ramps of 25 MiB/min or more are that line, and a fill's growth
+			// stayed `leak` for the hours the trace ran (vram_eval -stress,
+			// x_gc_sawtooth_cache_fill seed 45). Nor in place of the test of slowing:
+			// the judged window's relaxed line kept the fill's tail, still a MiB a minute,
+			// for 89–113 minutes (seeds 27, 54, 81), as it kept no other fast rise.
 			if g.floors {
-				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
-			} else {
-				keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed))
+				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2 && v.pastSaw)
 			}
 			// But a collector's sawtooth (the issue's, under a leak) gives back at each
 			// collection the garbage, not the leak: the run of rising buckets breaks
@@ -1201,17 +1211,20 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// VRAMProcessLeak's five (vram_eval -stress, x_gc_sawtooth_fast_leak: 18 of
 			// 100 never fired). Not in place of the test of slowing: keeping any steep
 			// floors' line, a sawtooth of 150 MiB/min whose ramp the fast rule had
-			// taken stayed `leak` for two hours (x_gc_sawtooth_steep seed 43).
+			// taken stayed `leak` for two hours (x_gc_sawtooth_steep seed 43). Nor
+			// where the line no longer outruns twice the sawtooth's steepest ramp
+			// (pastSaw): a cache that filled on such a server lifted the floor by sig
+			// for good, and its ramps alone then kept the growth (seed 45 above).
 			if g.roomy && v.fell && v.floor >= g.floor+v.sig {
-				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2)
+				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2 && v.pastSaw)
 			}
 		case ruleSlow:
 			keep = keep || slowOK(cfg.SlowRate/2, cfg.MinFit-0.2) || (g.rest && slowLine(v.atRestLong, v.sig, cfg.SlowRate/2, cfg.MinFit-0.2) && !stoppedRest)
 		case ruleTrough:
 			// Kept while the newest collection still came back higher (see
 			// risingTroughs), or the judged window has caught up with the rise, until a
-			// collection comes back no higher.
-			keep = v.troughs.held || (keep && !v.troughs.stopped())
+			// collection comes back no higher, or the troughs slow down.
+			keep = (v.troughs.held || (keep && !v.troughs.stopped())) && !v.troughs.slowing
 		case ruleShort:
 			// A rise the short rule took for a leak before it could tell (a fill's
 			// first minutes) that then rises ever slower is a cache nearing its budget.
