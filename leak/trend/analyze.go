@@ -370,6 +370,21 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		slo2--
 	}
 	v.slowing = !coarse && sc.slowing(xs[slo2:], env[slo2:], v.sig, sigma)
+	// On a series that showed a collector's sawtooth the envelope is its troughs, a
+	// cycle behind: a cache that fills on such a server outruns the ramps at first, the
+	// fast rule takes its run, and the envelope reads no slowing until collections
+	// come back to the fill's later floors (x_gc_sawtooth_cache_fill seed 3, 179
+	// MiB/min at first, `leak` for 9 minutes). Since the newest collection (within
+	// the short window) the floors are a clean ramp, the garbage's pace and what
+	// stays: a leak adds a constant pace to it, a fill one that slows. Only where the
+	// newest fall was a collection (a cycle add counted): a cache at capacity that
+	// swaps falls at each eviction, and the loads since are steps, no ramp; read as
+	// slowing, they let leaks under such churn go (x_adapter_churn_leak: 7 more never
+	// fired VRAMProcessLeak, 50 → 57 of 100).
+	if !coarse && !v.slowing && saw.hi > 0 && saw.last >= saw.drop {
+		from := max(lo, saw.drop)
+		v.slowing = sc.slowing(xs[from:], ps[from:], v.sig, sigma)
+	}
 	if coarse {
 		// NVML's view: the allocator cache's high-water mark steps up by segments as
 		// rarer, larger requests arrive; only steps of sig count as new highs.
