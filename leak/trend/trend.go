@@ -1185,37 +1185,31 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// first steep minutes are such a run, and its confirming close is where the
 			// test ends it (ignored there, cache_fill_smooth paged on 8 of 100, not 1).
 			keep = keep && !(g.roomy && v.slowing && (!g.paged || g.slowed))
-			// Growth found on the floors' own line past a sawtooth (see steepSaw) is kept
-			// whatever that test says while the line still rises at half the fast rate
-			// and outruns twice the sawtooth's steepest ramp (pastSaw), as it had to to
-			// start: the test reads the envelope, which lags the sawtooth a cycle. Not on
-			// the line alone: once a cache that filled on such a server is full, the
-			// collector's ramps of 25 MiB/min or more are that line, and a fill's growth
-			// stayed `leak` for the hours the trace ran (vram_eval -stress,
-			// x_gc_sawtooth_cache_fill seed 45). Nor in place of the test of slowing:
-			// the judged window's relaxed line kept the fill's tail, still a MiB a minute,
-			// for 89–113 minutes (seeds 27, 54, 81), as it kept no other fast rise.
-			if g.floors {
-				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2 && v.pastSaw)
-			}
-			// But a collector's sawtooth (the issue's, under a leak) gives back at each
-			// collection the garbage, not the leak: the run of rising buckets breaks
-			// (cont) while the envelope the judged window and the test of slowing read,
-			// its troughs, lags the leak by a cycle. There a floor that fell within the
-			// short window (fell: a fill does not) and came back above where it stood
-			// when growth started, by sig, with the floors' own line over
-			// the short window (robust to the drop) still steep, keeps the growth. A
-			// burst, a long generation or a sawtooth's ramp that the fast rule took goes
-			// back below it when it ends. Without this a fast leak under a sawtooth went
-			// back to steady within minutes of being flagged, too soon for
-			// VRAMProcessLeak's five (vram_eval -stress, x_gc_sawtooth_fast_leak: 18 of
-			// 100 never fired). Not in place of the test of slowing: keeping any steep
-			// floors' line, a sawtooth of 150 MiB/min whose ramp the fast rule had
-			// taken stayed `leak` for two hours (x_gc_sawtooth_steep seed 43). Nor
-			// where the line no longer outruns twice the sawtooth's steepest ramp
-			// (pastSaw): a cache that filled on such a server lifted the floor by sig
-			// for good, and its ramps alone then kept the growth (seed 45 above).
-			if g.roomy && v.fell && v.floor >= g.floor+v.sig {
+			// Two growths are kept past that test while the floors' own line over the
+			// short window (robust to a collection's drop) still rises at half the fast
+			// rate and outruns twice the sawtooth's steepest ramp (pastSaw); the test reads
+			// the envelope, which lags a collector's sawtooth by a cycle.
+			// - Growth found on that line past a sawtooth (see steepSaw), which had to
+			//   outrun the ramps so to start.
+			// - Growth on a series whose floor fell within the short window (fell: a
+			//   fill does not) and came back above where it stood when growth started, by
+			//   sig. A collector's sawtooth (the issue's, under a leak) gives back at each
+			//   collection the garbage, not the leak: the run of rising buckets breaks
+			//   (cont) while the envelope, its troughs, lags the leak by a cycle. A burst,
+			//   a long generation or a sawtooth's ramp that the fast rule took goes back
+			//   below where it started when it ends. Without this a fast leak under a
+			//   sawtooth went back to steady within minutes of being flagged, too soon for
+			//   VRAMProcessLeak's five (vram_eval -stress, x_gc_sawtooth_fast_leak: 18 of
+			//   100 never fired).
+			// Not in place of the test of slowing for any steep line: a sawtooth of 150
+			// MiB/min whose ramp the fast rule had taken stayed `leak` for two hours
+			// (x_gc_sawtooth_steep seed 43); the judged window's relaxed line kept a
+			// fill's tail, still a MiB a minute, for 89–113 minutes (x_gc_sawtooth_cache_fill
+			// seeds 27, 54, 81). Nor on the line alone, without pastSaw: once a cache that
+			// filled on such a server is full, the collector's ramps of 25 MiB/min or more
+			// are that line, and it lifted the floor by sig for good, so the fill's growth
+			// stayed `leak` for the hours the trace ran (seed 45).
+			if g.floors || (g.roomy && v.fell && v.floor >= g.floor+v.sig) {
 				keep = keep || (relaxedOn(v.short) && v.short.slope/b >= cfg.FastRate/2 && v.pastSaw)
 			}
 		case ruleSlow:
