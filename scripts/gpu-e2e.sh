@@ -8,7 +8,7 @@
 #           pushes them with the real Python client; allocated/reserved must equal torch's
 #           figures, cached = reserved - allocated, NVML used >= reserved, unattributed is
 #           the CUDA context and library overhead.
-#   phase 3 (optional, TRACE_SECONDS>0): fourteen serving loops (scripts/gpu/serve_loop.py)
+#   phase 3 (optional, TRACE_SECONDS>0): fifteen serving loops (scripts/gpu/serve_loop.py)
 #           push through the real client while the daemon records a trace
 #           (--trace.record): a cache that fills in steps and plateaus, one that fills
 #           smoothly and ever slower to a 1.5 GiB budget, an adapter cache at capacity swapping
@@ -17,8 +17,9 @@
 #           only), a slow leak and a fast leak stopped long before the GPU is full (both
 #           from LEAK_ONSET seconds in), two under a climbing load that count their
 #           requests in flight (one leaking), a fast leak that counts them from
-#           COUNTED_ONSET, a collector's sawtooth of uneven cycles, alone and over the
-#           fast leak, and a model left idle until its first traffic at LEAK_ONSET
+#           COUNTED_ONSET, a collector's sawtooth of uneven cycles, alone, over the
+#           fast leak and (a probe, printed, not scored) over the cache fill, and a
+#           model left idle until its first traffic at LEAK_ONSET
 #           (scripts/gpu/phase3.sh). Triage runs while they do; then the trace is
 #           replayed with the scaled trend settings of scripts/gpu/short-trace.yml and
 #           scripts/gpu/verdicts.py prints each loop's verdicts and the delay from its

@@ -1,4 +1,4 @@
-# gpu-e2e.sh phase 3, sourced by it (not run on its own): fourteen serving loops
+# gpu-e2e.sh phase 3, sourced by it (not run on its own): fifteen serving loops
 # (scripts/gpu/serve_loop.py) push through the real client while the daemon records a
 # trace: a cache that fills in steps and plateaus, one that fills smoothly and ever
 # slower to a 1.5 GiB budget, an adapter cache at capacity swapping one of six adapters
@@ -13,8 +13,9 @@
 # process's steep rise waits half a short window whatever the counts) whose every request
 # goes through request(); and a collector's sawtooth (30 MiB/min of garbage in reference
 # cycles, collected after cycles of 90, 300, 100 and 280 s: the second outlasts the
-# envelope of the first), alone and over the fast leak from LEAK_ONSET, part way up its
-# long cycle, scored on a replay with scripts/gpu/sawtooth-trace.yml (the defaults five
+# envelope of the first), alone, over the fast leak from LEAK_ONSET, part way up its
+# long cycle, and (a probe, printed, not scored: outside the ranges the detector was
+# built on, vram_eval -stress x_gc_sawtooth_cache_fill) over cache_fill's cache, scored on a replay with scripts/gpu/sawtooth-trace.yml (the defaults five
 # times faster: short-trace.yml's long window is shorter than the long cycle); and
 # first_traffic, a model loaded and left idle until LEAK_ONSET, long past its warm-up,
 # whose first requests (every one through request(), so the client's counts begin with
@@ -45,7 +46,7 @@ loops=()
 metas=()
 saw_metas=()
 : > "$OUT/trace-pids.txt"
-for loop in staircase cache_fill adapter_churn burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak first_traffic; do
+for loop in staircase cache_fill adapter_churn burst healthy nvml_only slow_leak fast_leak load_climb load_climb_leak fast_leak_counted gc_sawtooth gc_sawtooth_fast_leak gc_sawtooth_cache_fill first_traffic; do
   # fast_leak: 400 MiB/min for FAST_SECONDS, then it holds what it has. The load loops
   # count their requests with the client's request(): traffic from 60 s that climbs for
   # LOAD_RISE s to 24 requests in flight, holds 60 s and falls back. From 60 s, not 90

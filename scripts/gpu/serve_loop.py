@@ -36,6 +36,9 @@ first real-GPU traces were recorded with.
                      second more than three times the first), then the last again
   gc_sawtooth_fast_leak  the same sawtooth, and a --rate-mib leak (400 by default) from
                      --onset until --stop, as fast_leak
+  gc_sawtooth_cache_fill  the same sawtooth, and cache_fill's cache: a look-alike outside
+                     the ranges the detector was built on (vram_eval -stress), a probe
+                     whose verdicts are printed, not scored ("probe" in --meta)
   first_traffic      a model deployed and left idle: loaded, no request until --onset, then
                      healthy traffic, every request through reporter.request() (so the
                      client's counts begin with it), whose first requests load the kernels
@@ -69,7 +72,7 @@ import torch  # noqa: E402
 import vram_exporter_client as vc  # noqa: E402
 
 MODES = ["healthy", "staircase", "adapter_churn", "burst", "cache_fill", "nvml_only", "slow_leak", "fast_leak", "load_climb", "load_climb_leak",
-         "gc_sawtooth", "gc_sawtooth_fast_leak", "first_traffic", "leak", "no_inference_mode"]
+         "gc_sawtooth", "gc_sawtooth_fast_leak", "gc_sawtooth_cache_fill", "first_traffic", "leak", "no_inference_mode"]
 MIB = 2**20
 
 ap = argparse.ArgumentParser()
@@ -129,7 +132,7 @@ elif mode == "burst":
     onset, stop = start + args.onset, start + args.onset + args.hold
 elif mode == "staircase":
     onset, stop = start + 30, start + 130
-elif mode == "cache_fill":
+elif mode in ("cache_fill", "gc_sawtooth_cache_fill"):
     onset = start + 60
 elif mode == "adapter_churn":
     onset = start + 60  # the first swap comes after the six loads
@@ -142,7 +145,10 @@ elif mode in ("leak", "no_inference_mode"):
 if args.meta:
     with open(args.meta, "w") as f:
         json.dump({"mode": name, "pid": os.getpid(), "uuid": "GPU-" + str(torch.cuda.get_device_properties(0).uuid),
-                   "start": start, "onset": onset, "stop": stop, "expect": expect, "rate_mib_per_min": rate_mib}, f)
+                   "start": start, "onset": onset, "stop": stop, "expect": expect, "rate_mib_per_min": rate_mib,
+                   # Outside the ranges the detector was built on (vram_eval -stress,
+                   # x_gc_sawtooth_cache_fill): measured and printed, not scored.
+                   "probe": mode == "gc_sawtooth_cache_fill"}, f)
         f.write("\n")
 
 reporter = None
@@ -236,7 +242,7 @@ while True:
             cache.pop(0)
             cache.append(torch.empty(churn_rng.randint(32, 256) * MIB, dtype=torch.uint8, device=dev).fill_(1))
             next_swap = now + churn_rng.uniform(10, 40)
-    if mode == "cache_fill" and el >= 60:
+    if mode in ("cache_fill", "gc_sawtooth_cache_fill") and el >= 60:
         # The budget's share the cache holds by now, in 8 MiB items.
         while len(cache) * 8 < 1536 * (1 - math.exp(-(el - 60) / 60.0)) - 8:
             cache.append(torch.empty(8 * MIB, dtype=torch.uint8, device=dev).fill_(1))

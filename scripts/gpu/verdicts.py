@@ -4,8 +4,9 @@
 For every loop it prints the verdicts it went through, the first leak or
 unattributed_growth and its delay from the onset, and the last verdict; then the GPU
 exhaustion forecast lines. A look-alike (staircase, burst, healthy, nvml_only, gc_sawtooth…) must never
-be leak or unattributed_growth; a leak must be flagged after its onset. Exit status 1 when
-one is not, 2 when the inputs cannot be read.
+be leak or unattributed_growth; a leak must be flagged after its onset; a probe (a loop
+whose --meta says "probe": a shape outside the built ranges) is printed, not scored. Exit
+status 1 when one is not, 2 when the inputs cannot be read.
 
 usage: verdicts.py REPLAY_JSON META_JSON...
 """
@@ -56,7 +57,7 @@ def main(argv):
             gpu.append(line)
 
     failed = 0
-    print("%-18s %7s %-6s %-40s %-20s %10s %-19s %s" % (
+    print("%-22s %7s %-6s %-40s %-20s %10s %-19s %s" % (
         "MODE", "PID", "EXPECT", "VERDICTS", "FIRST ALERT", "DELAY", "FINAL", "RESULT"))
     for m in sorted(loops, key=lambda m: m["mode"]):
         changes = sorted(by_pid.get(m["pid"], []), key=lambda c: c["t"])
@@ -65,7 +66,10 @@ def main(argv):
         onset = m.get("onset")
         delay = first["t"] - onset if first and onset is not None else None
         final = verdicts[-1] if verdicts else "(none)"
-        if m["expect"] == "leak":
+        if m.get("probe"):
+            # A shape outside the built ranges: what it does is measured, not scored.
+            ok, why = True, "PROBE (not scored)"
+        elif m["expect"] == "leak":
             ok = first is not None and onset is not None and first["t"] >= onset
             why = "PASS" if ok else ("FAIL: not flagged" if first is None else "FAIL: flagged before the onset")
         else:
@@ -73,7 +77,7 @@ def main(argv):
             why = "PASS" if ok else "FAIL: %s on a look-alike" % first["verdict"]
         failed += not ok
         path = " > ".join(dict.fromkeys(verdicts)) or "(no verdict)"
-        print("%-18s %7d %-6s %-40s %-20s %10s %-19s %s" % (
+        print("%-22s %7d %-6s %-40s %-20s %10s %-19s %s" % (
             m["mode"], m["pid"], m["expect"], path[:40], first["verdict"] if first else "quiet",
             fmt_delay(delay), final, why))
         if first is not None:
