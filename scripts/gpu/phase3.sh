@@ -13,10 +13,12 @@
 # process's steep rise waits half a short window whatever the counts) whose every request
 # goes through request(); and a collector's sawtooth (30 MiB/min of garbage in reference
 # cycles, collected after cycles of 90, 300, 100 and 280 s: the second outlasts the
-# envelope of the first), alone, over the fast leak from LEAK_ONSET, part way up its
-# long cycle, and (a probe, printed, not scored: outside the ranges the detector was
-# built on, vram_eval -stress x_gc_sawtooth_cache_fill) over cache_fill's cache, scored on a replay with scripts/gpu/sawtooth-trace.yml (the defaults five
-# times faster: short-trace.yml's long window is shorter than the long cycle); and
+# envelope of the first), alone and over the fast leak from LEAK_ONSET, part way up its
+# long cycle, scored on a replay with scripts/gpu/sawtooth-trace.yml (the defaults five
+# times faster: short-trace.yml's long window is shorter than the long cycle); the same
+# sawtooth over cache_fill's cache, a probe printed at both settings, not scored
+# (outside the ranges the detector was built on: vram_eval -stress,
+# x_gc_sawtooth_cache_fill); and
 # first_traffic, a model loaded and left idle until LEAK_ONSET, long past its warm-up,
 # whose first requests (every one through request(), so the client's counts begin with
 # them) load the kernels lazily and create four workspaces that stay: a look-alike. The trace
