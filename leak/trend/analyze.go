@@ -339,6 +339,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// this).
 	step := cfg.FastRate * cfg.Bucket.Seconds()
 	v.pastSaw = v.short.ok && v.short.slope > steadyRise*backLow
+	// slowShort: the test of slowing on the short window's floors, once read here; the
+	// test since the newest collection below reads the same floors when that
+	// collection is older than the window.
+	slowShort, slowShortRead := false, false
 	if saw.hi > 0 && e.qualifies(v.short) && v.short.slope >= step && v.short.slope-steadyRise*backLow >= step {
 		up, all := 0, 0
 		for i := lo + 1; i < n; i++ {
@@ -349,7 +353,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 				}
 			}
 		}
-		v.steepSaw = 2*up >= all && !sc.slowing(xs[lo:], ps[lo:], v.sig, sigma)
+		if 2*up >= all {
+			slowShort, slowShortRead = sc.slowing(xs[lo:], ps[lo:], v.sig, sigma), true
+			v.steepSaw = !slowShort
+		}
 	}
 	bx, by := blocks(xs, ps, longBlocks, &sc.bx, &sc.by)
 	v.long = sc.robustFit(bx, by, sigma)
@@ -382,8 +389,11 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// slowing, they let leaks under such churn go (x_adapter_churn_leak: 7 more never
 	// fired VRAMProcessLeak, 50 → 57 of 100).
 	if !coarse && !v.slowing && saw.hi > 0 && saw.last >= saw.drop {
-		from := max(lo, saw.drop)
-		v.slowing = sc.slowing(xs[from:], ps[from:], v.sig, sigma)
+		if from := max(lo, saw.drop); from == lo && slowShortRead {
+			v.slowing = slowShort
+		} else {
+			v.slowing = sc.slowing(xs[from:], ps[from:], v.sig, sigma)
+		}
 	}
 	if coarse {
 		// NVML's view: the allocator cache's high-water mark steps up by segments as
