@@ -48,6 +48,11 @@ type history struct {
 	// tests of evenness need the former. reported and restFloor stay nil until the
 	// client first reports its requests in flight.
 	restFloor []float64
+	// restWhen: where in its bucket the sample restFloor holds was taken, in 256ths of
+	// the bucket (0 at its start; 0.12 s at the default 30 s): a leak's floors at rest
+	// lie on its line to a few MiB once each is placed at its own moment (see analyze's
+	// restRun). A byte a slot: 240 bytes a series that counts, at the defaults.
+	restWhen []uint8
 
 	started bool
 	first   int64 // oldest bucket index ever closed since the last reset
@@ -67,6 +72,7 @@ type history struct {
 	// idleCol's least value over the samples with none in flight (NaN when none).
 	loadN, loadFresh, restN int
 	restMin                 float64
+	restMinT                time.Time // when restMin was taken
 	// The current bucket's first and last sample at rest (idleCol), and, for the newest
 	// closed bucket, how far the last rose above the first and over how long (0 where
 	// the client said nothing of its load): whether a rise at rest still went on within
@@ -215,7 +221,7 @@ func (h *history) addLoad(t time.Time, v float64, fresh, rest bool) {
 		h.restN++
 	}
 	if math.IsNaN(h.restMin) || v < h.restMin {
-		h.restMin = v
+		h.restMin, h.restMinT = v, t
 	}
 }
 
@@ -292,11 +298,18 @@ func (h *history) idleOf(b int64, exact bool) (rest, seen int, ok bool) {
 // restAt returns idleCol's floor over the samples of bucket b the client said were at
 // rest, if it had any and the ring still holds it.
 func (h *history) restAt(b int64) (float64, bool) {
+	_, v, ok := h.restPoint(b)
+	return v, ok
+}
+
+// restPoint is restAt with where in bucket b that floor's sample was taken (a share of
+// the bucket, see restWhen).
+func (h *history) restPoint(b int64) (when, v float64, ok bool) {
 	s, held := h.slot(b)
 	if h.reported == nil || !held || !h.reported[s] || math.IsNaN(h.restFloor[s]) {
-		return 0, false
+		return 0, 0, false
 	}
-	return h.restFloor[s], true
+	return float64(h.restWhen[s]) / 256, h.restFloor[s], true
 }
 
 // reportedAt says whether the client said which of bucket b's samples were at rest.
@@ -344,6 +357,7 @@ func (h *history) close() {
 				// Only a process whose client reports its requests in flight pays for
 				// them (≈ 2 KB at the defaults).
 				h.reported, h.restFloor = make([]bool, len(h.idx)), make([]float64, len(h.idx))
+				h.restWhen = make([]uint8, len(h.idx))
 			}
 			// The client said which samples were at rest: they are the idle moments,
 			// counted as they are rather than inferred from values that come back to
@@ -351,6 +365,10 @@ func (h *history) close() {
 			h.rest[s], h.seen[s] = uint8(min(h.restN, idleCap)), uint8(min(h.loadFresh, idleCap))
 			h.exact[s] = h.rest[s]
 			h.reported[s], h.restFloor[s] = true, h.restMin
+			if !math.IsNaN(h.restMin) {
+				at := float64(h.restMinT.UnixNano()-b*int64(h.bucket)) / float64(h.bucket)
+				h.restWhen[s] = uint8(min(max(at*256, 0), 255))
+			}
 			h.everRest = h.everRest || !math.IsNaN(h.restMin)
 			if !h.restFirstT.IsZero() {
 				h.restSpan, h.restRise = h.restLastT.Sub(h.restFirstT), h.restLastV-h.restFirstV

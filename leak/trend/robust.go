@@ -84,6 +84,9 @@ type fitResult struct {
 // single-threaded, and a bucket close must not allocate.
 type scratch struct {
 	rx, ry  []float64 // restFit's and exactFit's points
+	ri      []int     // restRun's chain of floors at rest: their indices
+	rx2, rv []float64 // and points
+	qa, qb  []float64 // restBack's floors at rest
 	ex, ey  []float64 // exactFit's floors on its line
 	a, b, c []float64
 	qx, qy  []float64 // bends' floors near their robust line

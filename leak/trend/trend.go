@@ -16,7 +16,9 @@
 // rise the series has shown it gives back (a garbage collector's cycle, a burst), so a
 // bounded sawtooth is judged on its troughs. A series grows when that line rises at
 // MinRate or more with R² of MinFit and at least three new highs; or when its floor has
-// risen in each of the last three buckets at FastRate or more over a quiet floor; or,
+// risen in each of the last three buckets at FastRate or more over a quiet floor (where
+// the client counts its requests, its floor at moments with none in flight, in each of
+// the last three buckets that had one: load does not lift those); or,
 // for very slow leaks, when the long window's envelope rises at SlowRate or more
 // without slowing down; or, under a collector's sawtooth, when two collections in a row
 // came back higher than the one before (its troughs: the memory that stays). Except near a full GPU, a rise that goes ever slower (a cache
@@ -378,7 +380,9 @@ type growState struct {
 	steep  bool // it started at FastRate or faster (see youngHold)
 	floors bool // the fast rule's, started on the floors' own line past a sawtooth (see analyze's steepSaw)
 	rest   bool // it started on what the client said of its moments at rest (restFit; the fast rule's clearRest)
-	exact  bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
+	// restRun: the fast rule's, started on the floors at rest alone (see analyze's restRun)
+	restRun bool
+	exact   bool // rest, but on the floors inferred at rest from their exactness (exactFit): the client does not count its requests
 	// held is, while nothing grows, the pace (bytes per second) of a rise the short rule
 	// would have started growth on but for the idle moments its process lost, or (saw)
 	// for being the next ramp of the series' sawtooth; 0 if none.
@@ -1062,6 +1066,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		switch {
 		case urgentFast || (runOK && v.fast && v.rigid && !v.idleGone && cleared && !v.slowing && !v.idleLost):
 			*g = growState{rule: ruleFast, since: now, slope: v.fastRate, fit: 1, roomy: !urgent, steep: true, rest: !urgent && v.clear == clearRest, floor: v.floor}
+		case runOK && v.restRun && !young && !v.slowing:
+			// The run read on the floors at rest alone (see analyze's restRun), where
+			// the buckets without a moment at rest keep breaking the fast rule's: as
+			// clearRest, it pages at once, not while young.
+			*g = growState{rule: ruleFast, since: now, slope: v.restRunRate, fit: 1, roomy: true, steep: true, rest: true, restRun: true, floor: v.floor}
 		case runOK && v.steepSaw && !v.stretched && !v.idleLost && !v.twoWay:
 			// A rise under a collector's sawtooth steeper than any of its ramps, on the
 			// floors' own line (see analyze's steepSaw), where the judged window's
@@ -1176,6 +1185,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		switch g.rule {
 		case ruleFast:
 			keep = keep || v.contPair // cont, or the newest two buckets (see fastRule)
+			// A rise found at rest is kept while its floors at rest go on rising: a
+			// bucket a request spans from start to end holds the floor up by that
+			// request, and the one after it, at rest, falls back below it on a leak
+			// that goes on (vram_eval -load, fast_leak seed 23).
+			keep = keep || (g.rest && v.restGoes)
 			// Where the GPU has room, a steep rise that then goes ever slower is a cache
 			// filling to its budget (see slowing), not a leak. Before it paged at once;
 			// once paged, at the second close in a row that reads it: so soon after the
@@ -1384,6 +1398,8 @@ func growthReason(what string, g growState, now time.Time) string {
 	switch {
 	case g.rule == ruleFast && g.floors:
 		r = fmt.Sprintf("%s rising %.3g MiB/min (fit %.2f) over the short window, more than twice as steeply as any ramp of the collector's sawtooth it showed: more than garbage", what, g.slope/MiBPerMinute, g.fit)
+	case g.rule == ruleFast && g.restRun:
+		r = fmt.Sprintf("%s rising %.3g MiB/min at the moments the client reported no request in flight, higher in each of the last %d buckets that had one over a quiet floor: not load", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleFast && g.roomy && g.rest:
 		r = fmt.Sprintf("%s rising %.3g MiB/min, higher in each of the last %d buckets over a quiet floor, also at the moments the client reported no request in flight: not load", what, g.slope/MiBPerMinute, fastBuckets)
 	case g.rule == ruleFast && g.roomy:

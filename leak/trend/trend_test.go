@@ -2146,3 +2146,101 @@ func TestCacheChurnAtCapacity(t *testing.T) {
 		t.Errorf("a cache that only grows in steps was never flagged:%s", r)
 	}
 }
+
+// busyAtRest is a server at rest at a share rest of its samples (drawn once per sample,
+// seed fixed), with a request of 100–900 MiB in flight at the others: base plus that
+// request, and the client's count of requests in flight. At one in five some buckets of
+// six samples have no moment at rest, and their floor stands on the least request in
+// flight.
+func busyAtRest(seed uint64, rest float64, base func(time.Duration) float64) (func(time.Duration) float64, func(time.Duration) uint32) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	reqs := map[int64]float64{}
+	draw := func(el time.Duration) float64 {
+		k := int64(el / (5 * time.Second))
+		r, ok := reqs[k]
+		if !ok {
+			if rng.Float64() >= rest {
+				r = (100 + 800*rng.Float64()) * mib
+			}
+			reqs[k] = r
+		}
+		return r
+	}
+	alloc := func(el time.Duration) float64 { return base(el) + draw(el) }
+	load := func(el time.Duration) uint32 {
+		if draw(el) == 0 {
+			return 0
+		}
+		return 1 + uint32(int64(el/(5*time.Second))%3)
+	}
+	return alloc, load
+}
+
+// TestFastLeakBusyAtRest: on a roomy GPU, a server at rest one sample in five that
+// counts its requests. A leak of 700 MiB/min pages within three minutes of its onset
+// (1m23s–2m53s over the 8 draws) on its floors at rest alone (restRun): the buckets
+// without a moment at rest hold the floor up by a request and break the fast rule's run,
+// and the share of samples at rest needs seven buckets before it can say (before
+// restRun: 2m53s–8m53s, 6 of the 8 over three minutes). A generation in flight throughout, whose cache grows as steeply for four
+// minutes and is freed, lifts no floor at rest and stays quiet; so do weights reloaded
+// at rest in shards (a rise as steep that stops within a bucket or two: the newest floor
+// at rest must go on the older ones' line, and the newest bucket's moments at rest rise
+// at its pace) and a collector's sawtooth of 120 MiB/min that piles up at rest, whose
+// ramps the floors at rest gave back before (restBack; on a server at rest half the
+// time, whose floors' noise is too small to hide its ramps: without restBack it paged).
+func TestFastLeakBusyAtRest(t *testing.T) {
+	onset := 30*time.Minute + 7*time.Second
+	for seed := uint64(1); seed <= 8; seed++ {
+		alloc, load := busyAtRest(seed, 0.2, line(8192*mib, 700*mib, onset))
+		sc := roomy(alloc, 45*time.Minute)
+		sc.inFlight = load
+		r := sc.run(t)
+		if a := r.alerted(0); a < onset || a > onset+3*time.Minute {
+			t.Errorf("seed %d: flagged at %s, want within 3 minutes of %s:%s", seed, a, onset, r)
+		}
+
+		gen := [3]float64{30, 4, 700}
+		start, end := 30*time.Minute, 34*time.Minute
+		galloc, gload := busyAtRest(seed, 0.2, generations(flat(8192*mib), gen))
+		sc = roomy(galloc, 50*time.Minute)
+		sc.inFlight = func(el time.Duration) uint32 {
+			if el >= start && el < end {
+				return 1 + gload(el)
+			}
+			return gload(el)
+		}
+		if r := sc.run(t); r.alerted(0) >= 0 {
+			t.Errorf("seed %d: a generation in flight while its cache grew paged at %s:%s", seed, r.alerted(0), r)
+		}
+
+		// Weights of 12 GiB reloaded beside the old at rest, in shards of 1.5 GiB every
+		// 6 s from minute 40 (42 s), the old freed 3 minutes later: a rise at rest as
+		// steep as any leak's that stops within a bucket or two.
+		shard := func(el time.Duration) float64 {
+			v := 8192.0 * mib
+			if el >= 40*time.Minute {
+				v += 1536 * mib * math.Min(float64((el-40*time.Minute)/(6*time.Second))+1, 8)
+			}
+			if el >= 43*time.Minute {
+				v -= 12 * 1024 * mib
+			}
+			return v
+		}
+		ralloc, rload := busyAtRest(seed, 0.2, shard)
+		sc = roomy(ralloc, 60*time.Minute)
+		sc.inFlight = rload
+		if r := sc.run(t); r.alerted(0) >= 0 {
+			t.Errorf("seed %d: a reload at rest paged at %s:%s", seed, r.alerted(0), r)
+		}
+
+		gc := func(el time.Duration) float64 {
+			return 8192*mib + 120*mib*math.Mod(el.Minutes()+float64(seed), 8)
+		}
+		calloc, cload := busyAtRest(seed, 0.5, gc)
+		sc = roomy(calloc, 70*time.Minute)
+		sc.inFlight = cload
+		if r := sc.run(t); r.alerted(0) >= 0 {
+			t.Errorf("seed %d: a collector's sawtooth at rest paged at %s:%s", seed, r.alerted(0), r)
+		}
+	}
+}
