@@ -345,7 +345,7 @@ func TestLoadReported(t *testing.T) {
 // rest stays quiet: garbage in lumps at random moments whose floors at rest lined up
 // across buckets (they page without the test of the newest bucket's own pace), weights
 // reloaded in shards (4 and 21 page without the test that the rise goes on, 67 without
-// the test of pace).
+// the test of pace), a collector's next ramp (below).
 func TestFastRunAtRest(t *testing.T) {
 	r := sweepLoad(t, "fast_leak", []uint64{43, 62, 83, 94, 97}, true)
 	if len(r.Delays) != 5 || quantile(r.Delays, 1) > 4*time.Minute {
@@ -357,6 +357,19 @@ func TestFastRunAtRest(t *testing.T) {
 	}{{"x_gc_lumpy", []uint64{7, 13, 55, 70, 87}}, {"x_model_reload", []uint64{4, 21, 67}}} {
 		if r := sweepLoad(t, c.class, c.seeds, true); r.FalseAlarms != 0 {
 			t.Errorf("%s seeds %v with requests in flight reported: %d false alarms, want none", c.class, c.seeds, r.FalseAlarms)
+		}
+	}
+	// A collector whose first ramp, from the process's start, outlasts the warm-up: a
+	// minute's verdict at its twentieth minute (the rule for a leak from the start),
+	// which the rules do not fire on; its next ramp, at the first's pace, paged for 7.5
+	// and 13 minutes where the floors at rest did not count the first as given back
+	// (restBack).
+	for _, c := range []struct {
+		class string
+		seed  uint64
+	}{{"x_gc_sawtooth_long", 55}, {"x_gc_sawtooth_wide", 25}} {
+		if r := sweepLoad(t, c.class, []uint64{c.seed}, true); r.Fired != 0 {
+			t.Errorf("%s seed %d with requests in flight reported: the rules fired", c.class, c.seed)
 		}
 	}
 }

@@ -547,18 +547,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	if c == h.idleCol && h.restSpan >= cfg.Bucket/2 {
 		going = h.restRise >= cfg.FastRate*h.restSpan.Seconds()/4
 	}
-	// restAt: the floor of bucket i's samples the client said were at rest, on the
-	// column those counts are for.
-	restAt := func(i int) (float64, bool) {
-		if c != h.idleCol {
-			return 0, false
-		}
-		return h.restAt(h.last + int64(xs[i]))
-	}
 	fr := e.fastRule(xs, env, fs, spreadAt, idleAt, told, sigma, v.sig, back, backLow, saw.hi, going)
 	v.fast, v.fastRate, v.cont, v.contPair, v.rigid, v.clear, v.even, v.rested = fr.fast, fr.rate, fr.cont, fr.pair, fr.rigid, fr.clear, fr.even, fr.rested
-	v.restGoes = restGoes(xs, restAt, e.cfg.FastRate*cfg.Bucket.Seconds(), sigma)
-	// restPt: the same floor placed at its own moment, x in buckets as xs.
+	// restPt: the floor of bucket i's samples the client said were at rest (on the
+	// column those counts are for), placed at the moment it was taken, x in buckets as xs.
 	restPt := func(i int) (float64, float64, bool) {
 		if c != h.idleCol {
 			return 0, 0, false
@@ -1156,7 +1148,8 @@ func (e *Engine) restRun(xs, env []float64, restPt func(int) (float64, float64, 
 	if pace-steadyRise*e.restBack(xs, restPt, sig) < step {
 		return 0, false
 	}
-	// The quiet window before the rise: the short window that ends at the level.
+	// The quiet window before the rise: the short window that ends at the level, its
+	// envelope within sig (as fastRule's).
 	ns := float64(e.cfg.ShortWindow / e.cfg.Bucket)
 	start := xs[idx[level]]
 	lo, hi, cnt := math.Inf(1), math.Inf(-1), 0
@@ -1224,32 +1217,18 @@ func (e *Engine) restBack(xs []float64, restPt func(int) (float64, float64, bool
 		for ; k >= 0 && ry[k] > ry[j]+sig/2; k-- {
 			hi = math.Max(hi, ry[k])
 		}
-		if k >= 0 && hi-ry[j] >= sig && rx[j]-rx[k] > fastBuckets && rx[j-1] > rx[k] {
+		// An excursion from the first floor at rest read gave back too: the series stood
+		// higher all that time. A process's first cycle rises from the floor it had
+		// before its first request, lower than where its collections come back to
+		// (with the counts, x_gc_sawtooth_wide seed 25's second ramp, at the first's
+		// pace, paged for 7.5 minutes, x_gc_sawtooth_long seed 55's for 13, each past
+		// the rules' five).
+		k = max(k, 0)
+		if hi-ry[j] >= sig && rx[j]-rx[k] > fastBuckets && rx[j-1] > rx[k] {
 			back = math.Max(back, (ry[j-1]-ry[k])/(rx[j-1]-rx[k]))
 		}
 	}
 	return back
-}
-
-// restGoes says whether the newest bucket's floor at rest (xs's last, read by restAt)
-// stood above the one before it that had one, within fastBuckets, by more than the noise
-// and the fast step over their gap less a bucket (see restSteps): a rise found at rest
-// goes on at rest, whatever a bucket without a moment at rest held the floor at.
-func restGoes(xs []float64, restAt func(int) (float64, bool), step, sigma float64) bool {
-	n := len(xs)
-	if n < 2 {
-		return false
-	}
-	r, ok := restAt(n - 1)
-	if !ok {
-		return false
-	}
-	for i := n - 2; i >= 0 && xs[n-1]-xs[i] <= fastBuckets; i-- {
-		if p, ok := restAt(i); ok {
-			return r-p > 4*sigma && r-p >= step*(xs[n-1]-xs[i]-1)
-		}
-	}
-	return false
 }
 
 // clearance says how a fast rise cleared what load could explain (see fastRule).

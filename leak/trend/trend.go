@@ -1185,11 +1185,6 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 		switch g.rule {
 		case ruleFast:
 			keep = keep || v.contPair // cont, or the newest two buckets (see fastRule)
-			// A rise found at rest is kept while its floors at rest go on rising: a
-			// bucket a request spans from start to end holds the floor up by that
-			// request, and the one after it, at rest, falls back below it on a leak
-			// that goes on (vram_eval -load, fast_leak seed 23).
-			keep = keep || (g.rest && v.restGoes)
 			// Where the GPU has room, a steep rise that then goes ever slower is a cache
 			// filling to its budget (see slowing), not a leak. Before it paged at once;
 			// once paged, at the second close in a row that reads it: so soon after the
