@@ -256,6 +256,16 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			prevDrop := saw.drop
 			saw.drop = j
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
+			// An excursion from the series' very first floor (the window reaches back to
+			// the process's first bucket) rose from there: a collection may come back
+			// below where the process stood before its first request, and then its first
+			// ramp was no excursion at all, and its next one, as long as two short
+			// windows, paged (gpu-e2e's gc_sawtooth loop on an H100, round 30: a trough
+			// 3 MiB under the first floor, sig/2 of 2 MiB, `leak` for 54 s at
+			// sawtooth-trace.yml's settings).
+			if k < 0 && int64(xs[0])+h.last == h.first {
+				k = 0
+			}
 			// The pace is the rise to where the excursion stood when it gave back (the
 			// higher of its last two points), not to its highest point: a collector's
 			// ramp and a long generation climb until they give back, while two busy
