@@ -88,7 +88,6 @@ type view struct {
 	fastRate float64
 	cont     bool // the newest bucket still rises at half the fast rate or more
 	contPair bool // or the newest two buckets together do (see fastRule)
-	restGoes bool // the newest floor at rest rose above the one before (see restGoes)
 	// restRun: the floors at rest rose as the fast rule's run does, skipping the buckets
 	// that had no moment at rest (see restRun), at restRunRate bytes per second.
 	restRun     bool
@@ -1228,11 +1227,13 @@ func (e *Engine) restBack(xs []float64, restPt func(int) (float64, float64, bool
 			hi = math.Max(hi, ry[k])
 		}
 		// An excursion from the first floor at rest read gave back too: the series stood
-		// higher all that time. A process's first cycle rises from the floor it had
-		// before its first request, lower than where its collections come back to
-		// (with the counts, x_gc_sawtooth_wide seed 25's second ramp, at the first's
-		// pace, paged for 7.5 minutes, x_gc_sawtooth_long seed 55's for 13, each past
-		// the rules' five).
+		// higher all that time. A collection may come back below where the process stood
+		// before its first request (see analyze's excursions), and then its first ramp
+		// was none (with the counts, x_gc_sawtooth_wide seed 25's second ramp, at the
+		// first's pace, paged for 7.5 minutes, x_gc_sawtooth_long seed 55's for 13, each
+		// past the rules' five). Unlike analyze's, also where the window no longer
+		// reaches the process's first bucket: a ramp cut by the window's start still rose
+		// at its pace, and this only holds a run at rest back.
 		k = max(k, 0)
 		if hi-ry[j] >= sig && rx[j]-rx[k] > fastBuckets && rx[j-1] > rx[k] {
 			back = math.Max(back, (ry[j-1]-ry[k])/(rx[j-1]-rx[k]))
