@@ -343,7 +343,7 @@ func TestLoadReported(t *testing.T) {
 // whose buckets without a moment at rest broke the fast rule's run, flagged by the short
 // rule 7m27s–11m54s after their onset before it, within 4 minutes. What else rises at
 // rest stays quiet: garbage in lumps at random moments whose floors at rest lined up
-// across buckets (they page without the test of the newest bucket's own pace), weights
+// across buckets (four of them page without the test of the newest bucket's own pace), weights
 // reloaded in shards (4 and 21 page without the test that the rise goes on, 67 without
 // the test of pace), a collector's next ramp (below).
 func TestFastRunAtRest(t *testing.T) {

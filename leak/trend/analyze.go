@@ -1099,8 +1099,8 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 // 16 false verdicts without restBack, 0 with it), weights reloaded in shards within a
 // minute (x_model_reload 9 without the test that the newest goes on the older ones'
 // line, 6 with it, as without restRun), garbage in lumps at random moments whose floors
-// at rest line up across buckets (x_gc_lumpy 5 without analyze's test of the newest
-// bucket's own pace, 0 with it).
+// at rest line up across buckets (x_gc_lumpy 4 and x_model_reload 7 without analyze's
+// test of the newest bucket's own pace, 0 and 6 with it).
 func (e *Engine) restRun(xs, env []float64, restPt func(int) (float64, float64, bool), sigma, sig float64) (float64, bool) {
 	n := len(xs)
 	if n == 0 {
