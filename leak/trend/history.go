@@ -355,7 +355,7 @@ func (h *history) close() {
 		case h.loadN > 0:
 			if h.reported == nil {
 				// Only a process whose client reports its requests in flight pays for
-				// them (≈ 2 KB at the defaults).
+				// them (≈ 2.3 KB at the defaults).
 				h.reported, h.restFloor = make([]bool, len(h.idx)), make([]float64, len(h.idx))
 				h.restWhen = make([]uint8, len(h.idx))
 			}
