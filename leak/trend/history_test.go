@@ -193,3 +193,26 @@ func TestIdleExact(t *testing.T) {
 		}
 	}
 }
+
+// TestRestPointWhen: a bucket's floor at rest keeps where in the bucket its sample was
+// taken (restRun places each at its own moment): the least of the samples at rest, not
+// the first of them, to 1/256 of the bucket.
+func TestRestPointWhen(t *testing.T) {
+	cfg := DefaultConfig()
+	h := newHistory(cfg, 1, 0)
+	b := h.bucketOf(t0) + 1
+	start := time.Unix(0, b*int64(cfg.Bucket))
+	for _, s := range []struct {
+		after time.Duration
+		alloc float64
+		load  int
+	}{{2 * time.Second, 120, loadIdle}, {9 * time.Second, 80, loadBusy}, {21 * time.Second, 110, loadIdle}, {27 * time.Second, 115, loadIdle}} {
+		h.add(start.Add(s.after), []float64{s.alloc * mib}, true, s.load)
+	}
+	h.add(start.Add(cfg.Bucket), []float64{1}, true, loadBusy) // closes bucket b
+	when, v, ok := h.restPoint(b)
+	want := 21.0 / cfg.Bucket.Seconds()
+	if !ok || v != 110*mib || math.Abs(when-want) > 1.0/256 {
+		t.Errorf("floor at rest %.0f MiB at %.4f of the bucket (%v), want 110 MiB at %.4f", v/mib, when, ok, want)
+	}
+}
