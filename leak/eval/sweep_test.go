@@ -29,7 +29,7 @@ var sweepBounds = map[string]bound{
 	"stair_trt_contexts_unbounded": {0, 100, 105 * time.Minute},
 	"stair_kernels_unbounded":      {0, 100, 50 * time.Minute},
 	"stair_used_only_unbounded":    {1, 100, 70 * time.Minute},
-	"gc_sawtooth_rising_floor":     {0, 100, 105 * time.Minute},
+	"gc_sawtooth_rising_floor":     {0, 100, 112 * time.Minute},
 	"saturated_burst_leak":         {0, 25, 25 * time.Minute},
 	// Scaled settings, leaks from minute 3–8: most start while the process is young,
 	// where a steep rise waits half a short window more (round 7, trend's youngHold).
