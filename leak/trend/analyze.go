@@ -3,6 +3,7 @@ package trend
 import (
 	"math"
 	"slices"
+	"time"
 )
 
 // sigmaMin is the smallest noise the floors are credited with: NVML reports a process's
@@ -243,28 +244,13 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	back, backLow, lowest := 0.0, 0.0, math.Inf(1)
 	var saw sawCycles
 	sc.tr = sc.tr[:0]
+	fromFirst := int64(xs[0])+h.last == h.first // the window reaches the process's first bucket
 	for j := 1; j < n; j++ {
-		hi, top := math.Inf(-1), 0
-		k := j - 1
-		for ; k >= 0 && ps[k] > ps[j]+v.sig/2; k-- {
-			if ps[k] > hi {
-				hi, top = ps[k], k
-			}
-		}
-		if hi-ps[j] >= v.sig {
+		k, top, gave := gaveBack(ps, j, v.sig, fromFirst)
+		if gave {
 			prevDrop := saw.drop
 			saw.drop = j
 			v.w = max(v.w, int64(xs[j]-xs[max(k, 0)]))
-			// An excursion from the series' very first floor (the window reaches back to
-			// the process's first bucket) rose from there: a collection may come back
-			// below where the process stood before its first request, and then its first
-			// ramp was no excursion at all, and its next one, as long as two short
-			// windows, paged (gpu-e2e's gc_sawtooth loop on an H100, round 30: a trough
-			// 3 MiB under the first floor, sig/2 of 2 MiB, `leak` for 54 s at
-			// sawtooth-trace.yml's settings).
-			if k < 0 && int64(xs[0])+h.last == h.first {
-				k = 0
-			}
 			// The pace is the rise to where the excursion stood when it gave back (the
 			// higher of its last two points), not to its highest point: a collector's
 			// ramp and a long generation climb until they give back, while two busy
@@ -567,16 +553,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		when, r, ok := h.restPoint(h.last + int64(xs[i]))
 		return xs[i] + when, r, ok
 	}
-	v.restRunRate, v.restRun = e.restRun(xs, env, restPt, sigma, v.sig)
-	if v.restRun && h.restSpan >= cfg.Bucket/2 {
-		// Within the newest bucket its moments at rest rose at the line's pace, within
-		// steadyRise either way (and restTol, their jitter: the floors' σ is that of
-		// whole buckets, tens of MiB under lumpy garbage): a leak goes on at its pace
-		// between them as across the buckets; garbage in lumps and weights loaded in
-		// shards come in jumps, which a bucket holds or does not.
-		want := v.restRunRate * h.restSpan.Seconds()
-		v.restRun = h.restRise >= want/steadyRise-restTol && h.restRise <= steadyRise*want+restTol
-	}
+	v.restRunRate, v.restRun = e.restRun(xs, env, restPt, h.restRise, h.restSpan, sigma, v.sig)
 	v.idleGone, v.restThin = fr.chance <= goneChance, fr.chance <= restThin
 	v.stretched = e.stretched(xs, spreadAt, sigma, ns, int64(len(h.spreadIdx)))
 	if c == h.idleCol {
@@ -1084,7 +1061,9 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 // step faster than steadyRise times any excursion the floors at
 // rest gave back (see restBack: a collector's garbage piles up at rest too, as fastRule
 // has it), from a quiet floor (the short window before the rise within sig, the newest
-// above it by sig). It returns the line's pace in bytes per second.
+// above it by sig), and where the newest bucket's moments at rest span half a bucket or
+// more, they rose at the line's pace too (newRise over newSpan, see below). It returns
+// the line's pace in bytes per second.
 //
 // No load is in flight at those moments, so what lifts them is memory that stays; the
 // fast rule reads every floor, and a bucket that a request spans from start to end
@@ -1099,9 +1078,9 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 // 16 false verdicts without restBack, 0 with it), weights reloaded in shards within a
 // minute (x_model_reload 9 without the test that the newest goes on the older ones'
 // line, 6 with it, as without restRun), garbage in lumps at random moments whose floors
-// at rest line up across buckets (x_gc_lumpy 4 and x_model_reload 7 without analyze's
-// test of the newest bucket's own pace, 0 and 6 with it).
-func (e *Engine) restRun(xs, env []float64, restPt func(int) (float64, float64, bool), sigma, sig float64) (float64, bool) {
+// at rest line up across buckets (x_gc_lumpy 4 and x_model_reload 7 without the test of
+// the newest bucket's own pace, 0 and 6 with it).
+func (e *Engine) restRun(xs, env []float64, restPt func(int) (float64, float64, bool), newRise float64, newSpan time.Duration, sigma, sig float64) (float64, bool) {
 	n := len(xs)
 	if n == 0 {
 		return 0, false
@@ -1169,6 +1148,18 @@ func (e *Engine) restRun(xs, env []float64, restPt func(int) (float64, float64, 
 	if cnt < minPoints || hi-lo > sig || pv[0] < hi+sig {
 		return 0, false
 	}
+	if newSpan >= e.cfg.Bucket/2 {
+		// Within the newest bucket its moments at rest (newRise over newSpan, their
+		// first to their last) rose at the line's pace, within steadyRise either way
+		// (and restTol, their jitter: the floors' σ is that of whole buckets, tens of
+		// MiB under lumpy garbage): a leak goes on at its pace between them as across
+		// the buckets; garbage in lumps and weights loaded in shards come in jumps,
+		// which a bucket holds or does not.
+		want := pace / e.cfg.Bucket.Seconds() * newSpan.Seconds()
+		if newRise < want/steadyRise-restTol || newRise > steadyRise*want+restTol {
+			return 0, false
+		}
+	}
 	return pace / e.cfg.Bucket.Seconds(), true
 }
 
@@ -1221,25 +1212,40 @@ func (e *Engine) restBack(xs []float64, restPt func(int) (float64, float64, bool
 	e.sc.qa, e.sc.qb = rx, ry
 	back := 0.0
 	for j := 1; j < len(rx); j++ {
-		hi := math.Inf(-1)
-		k := j - 1
-		for ; k >= 0 && ry[k] > ry[j]+sig/2; k-- {
-			hi = math.Max(hi, ry[k])
-		}
-		// An excursion from the first floor at rest read gave back too: the series stood
-		// higher all that time. A collection may come back below where the process stood
-		// before its first request (see analyze's excursions), and then its first ramp
-		// was none (with the counts, x_gc_sawtooth_wide seed 25's second ramp, at the
-		// first's pace, paged for 7.5 minutes, x_gc_sawtooth_long seed 55's for 13, each
-		// past the rules' five). Unlike analyze's, also where the window no longer
-		// reaches the process's first bucket: a ramp cut by the window's start still rose
-		// at its pace, and this only holds a run at rest back.
-		k = max(k, 0)
-		if hi-ry[j] >= sig && rx[j]-rx[k] > fastBuckets && rx[j-1] > rx[k] {
+		// From the first floor at rest read, wherever the window starts (with the counts,
+		// x_gc_sawtooth_wide seed 25's second ramp, at the first's pace, paged for 7.5
+		// minutes, x_gc_sawtooth_long seed 55's for 13, each past the rules' five): a ramp
+		// cut by the window's start still rose at its pace, and this only holds a run at
+		// rest back.
+		k, _, gave := gaveBack(ry, j, sig, true)
+		if gave && rx[j]-rx[k] > fastBuckets && rx[j-1] > rx[k] {
 			back = math.Max(back, (ry[j-1]-ry[k])/(rx[j-1]-rx[k]))
 		}
 	}
 	return back
+}
+
+// gaveBack reads ys[j] as where an excursion came back to: walking back over the points
+// above it by more than sig/2, k is the first not (the level the excursion rose from;
+// -1 where the series stood above it from its first point) and top the highest of them;
+// gave, that it stood sig or more above ys[j]. With fromFirst the series' first point
+// is the level where none is lower: a collection may come back below where the process
+// stood before its first request, and then its first ramp was no excursion at all, and
+// its next one, as long as two short windows, paged (gpu-e2e's gc_sawtooth loop on an
+// H100, round 30: a trough 3 MiB under the first floor, sig/2 of 2 MiB, `leak` for 54 s
+// at sawtooth-trace.yml's settings). analyze asks for it only where the window reaches
+// the process's first bucket.
+func gaveBack(ys []float64, j int, sig float64, fromFirst bool) (k, top int, gave bool) {
+	hi := math.Inf(-1)
+	for k = j - 1; k >= 0 && ys[k] > ys[j]+sig/2; k-- {
+		if ys[k] > hi {
+			hi, top = ys[k], k
+		}
+	}
+	if k < 0 && fromFirst {
+		k = 0
+	}
+	return k, top, hi-ys[j] >= sig
 }
 
 // clearance says how a fast rise cleared what load could explain (see fastRule).
