@@ -6,6 +6,7 @@
 //	go run ./cmd/vram_eval -seeds 100           # the report, then every class over 100 seeds
 //	go run ./cmd/vram_eval -seeds 100 -stress   # the classes drawn outside the ranges the detector was built on
 //	go run ./cmd/vram_eval -seeds 100 -load     # the same classes, each client reporting its requests in flight
+//	go run ./cmd/vram_eval -seeds 300 -first-seed 1001   # a held-out range: seeds 1001–1300
 //	go run ./cmd/vram_eval -class gc_sawtooth -seed 7   # one class's trace for one seed, as a table
 package main
 
@@ -13,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
 
@@ -32,6 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("classes", "", "with -seeds: only the classes whose name matches this regular expression")
 	class := fs.String("class", "", "print the verdict changes of one class's trace for -seed, instead of the report")
 	seed := fs.Uint64("seed", 1, "with -class: the seed")
+	first := fs.Uint64("first-seed", 1, "with -seeds: the first seed of the sweep (a held-out check reads a range not looked at while changing the detector)")
 	stress := fs.Bool("stress", false, "with -seeds: sweep the classes drawn outside the ranges the detector was built on (eval.Stress) instead")
 	load := fs.Bool("load", false, "with -seeds or -class: every client reports its requests in flight (the Python client's request()), as one that opts in does")
 	if err := fs.Parse(args); err != nil {
@@ -40,6 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "vram_eval:", err)
 		return 1
+	}
+	if *seeds > 0 && *first > math.MaxUint64-uint64(*seeds) {
+		return fail(fmt.Errorf("-first-seed %d with -seeds %d runs past the largest seed; start lower", *first, *seeds))
 	}
 	cfg := trend.DefaultConfig()
 	if *show != "" {
@@ -77,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		keep = func(c eval.Class) bool { return re.MatchString(c.Name) }
 	}
-	opts := eval.SweepOptions{Seeds: eval.Seeds(*seeds), Config: cfg, Setting: rep.Best, Keep: keep, Load: *load}
+	opts := eval.SweepOptions{Seeds: eval.SeedsFrom(*first, *seeds), Config: cfg, Setting: rep.Best, Keep: keep, Load: *load}
 	if *stress {
 		opts.Classes = eval.Stress()
 	}
@@ -86,7 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	fmt.Fprintln(stdout)
-	if err := eval.WriteSweep(stdout, rs, *seeds); err != nil {
+	if err := eval.WriteSweep(stdout, rs, opts.Seeds); err != nil {
 		return fail(err)
 	}
 	return 0

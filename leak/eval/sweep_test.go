@@ -116,7 +116,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf strings.Builder
-	if err := WriteSweep(&buf, rs, n); err != nil {
+	if err := WriteSweep(&buf, rs, Seeds(n)); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + buf.String())
@@ -758,4 +758,25 @@ func longestAlert(t *testing.T, class string, seed uint64) time.Duration {
 		longest = 24 * time.Hour
 	}
 	return longest
+}
+
+// A held-out range names its seeds in the sweep's report, and starts where it was told.
+func TestSeedsFromNamesItsRange(t *testing.T) {
+	s := SeedsFrom(1001, 3)
+	if len(s) != 3 || s[0] != 1001 || s[2] != 1003 {
+		t.Fatalf("SeedsFrom(1001, 3) = %v, want [1001 1002 1003]", s)
+	}
+	if got, want := seedSpan(s), "3 seeds, 1001–1003"; got != want {
+		t.Errorf("seedSpan = %q, want %q", got, want)
+	}
+	if got, want := seedSpan(Seeds(100)), "100 seeds"; got != want {
+		t.Errorf("seedSpan(Seeds(100)) = %q, want %q", got, want)
+	}
+	var buf bytes.Buffer
+	if err := WriteSweep(&buf, nil, s); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Look-alikes (3 seeds, 1001–1003 each)") {
+		t.Errorf("the report does not name the range:\n%s", buf.String())
+	}
 }
