@@ -125,6 +125,14 @@ type Spec struct {
 	// traffic's, the long generations, the day's traffic and the saturations. It draws
 	// nothing, so a Spec writes the same samples with or without it.
 	ReportsLoad bool
+	// BusyRun > 0 makes the base traffic's requests last: whether one is in flight is a
+	// two-state chain whose busy stretches average BusyRun (idle ones as long as keeps
+	// Busy the share of samples mid-request), each request holding one activation size
+	// (±25 % from sample to sample) until it ends, instead of a fresh draw at every
+	// sample. Requests of seconds to a minute against a 30 s bucket: whole buckets
+	// without an idle moment, and idle moments that come in runs, not independently.
+	// Drawn from a stream of its own (rng3).
+	BusyRun time.Duration
 	// Traffic is a day's load on a server that allocates per request: how many requests
 	// are in flight at a sample is Poisson, its mean climbing to the peak and back (see
 	// Traffic); each holds its own activations. The floor stays put while the server has
@@ -408,6 +416,15 @@ func Generate(s Spec, w io.Writer) error {
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	// New behaviour draws from its own stream so that older specs keep their bytes.
 	rng2 := rand.New(rand.NewPCG(s.Seed, 0x1ea4))
+	rng3 := rand.New(rand.NewPCG(s.Seed, 0x3a57))
+	// BusyRun's chain: leave a busy stretch, or an idle one, with these chances a sample.
+	var leaveBusy, leaveIdle float64
+	if s.BusyRun > 0 && s.Busy > 0 && s.Busy < 1 {
+		idleRun := float64(s.BusyRun) * (1 - s.Busy) / s.Busy
+		leaveBusy = -math.Expm1(-float64(s.Cadence) / float64(s.BusyRun))
+		leaveIdle = -math.Expm1(-float64(s.Cadence) / idleRun)
+	}
+	held, holding := 0.0, false // the request in flight under BusyRun, its activations
 	tw := trace.NewWriter(w, 0)
 	const pid, neighbourPID = 4242, 4343
 	const uuid = "GPU-5f1e3c2a-8b7d-4e09-a6c1-93d2f4b8e710"
@@ -483,7 +500,21 @@ func Generate(s Spec, w io.Writer) error {
 			floor += pace * mib * (el - lastGC).Minutes() * (0.97 + 0.06*rng2.Float64())
 		}
 		act, inFlight := 0.0, 0
-		if rng.Float64() < s.Busy {
+		if leaveBusy > 0 {
+			switch {
+			case holding && rng3.Float64() < leaveBusy:
+				holding = false
+			case !holding && rng3.Float64() < leaveIdle:
+				holding, held = true, s.ActPeak*mib*rng3.Float64()
+				if s.ActTail > 0 {
+					held = math.Min(s.ActPeak*mib*(math.Pow(1-rng3.Float64(), -1/s.ActTail)-1), s.ActCap*mib)
+				}
+			}
+			if holding {
+				inFlight++
+				act = held * (0.75 + 0.5*rng3.Float64())
+			}
+		} else if rng.Float64() < s.Busy {
 			inFlight++
 			u := rng.Float64()
 			act = s.ActPeak * mib * u

@@ -325,5 +325,25 @@ func Stress() []Class {
 	add("adapter_churn_ranks", "4–16 adapters of one size (16–1024 MiB, ±50 %) held at capacity, one evicted for another every 1–10 min", false, churn(ColAllocated, 0.5))
 	add("adapter_churn_unattributed", "the same for engines outside the allocator (TensorRT-style contexts swapped in and out)", false, churn(ColUnattributed, 0))
 	add("adapter_churn_leak", "the same adapter churn over a leak of 1–20 MiB/min from minute 30–60", true, withLeak(churn(ColAllocated, 0), 1, 20, 30, 60))
+
+	// Requests that last (round 31's probe): every class above draws whether a sample is
+	// mid-request afresh at each sample; real requests last seconds to a minute, so idle
+	// moments come in runs and a bucket may hold none. The tests of lost idle moments
+	// count returns to the floor as if each sample were drawn alone.
+	lasting := func(r *rand.Rand, s *Spec) {
+		s.Busy, s.BusyRun = uniform(r, 0.2, 0.8), time.Duration(uniform(r, 10, 90)*float64(time.Second))
+	}
+	add("requests_last", "a healthy server whose requests last 10–90 s on average, 20–80 % busy", false, lasting)
+	add("requests_last_leak", "the same, leaking 1–50 MiB/min from minute 30–60", true, withLeak(lasting, 1, 50, 30, 60))
+	add("requests_last_fast_leak", "the same, leaking 100–1000 MiB/min from minute 30–60 on a roomy GPU", true,
+		func(r *rand.Rand, s *Spec) { lasting(r, s); leakFor(100, 1000, 30, 60, 30*time.Minute)(r, s) })
+	add("requests_last_fast_leak_near_full", "the same on a nearly full GPU: 100–1000 MiB/min from minute 20–40, out of memory 4–15 min after the onset", true,
+		func(r *rand.Rand, s *Spec) { lasting(r, s); leakNearFull(100, 1000, 4, 15)(r, s) })
+	add("requests_last_near_full", "a healthy server whose requests last 10–90 s on a GPU 1–4 GiB from full", false,
+		func(r *rand.Rand, s *Spec) {
+			lasting(r, s)
+			headroom := uniform(r, 1024, 4096)
+			nearFull(r, s, headroom, headroom*uniform(r, 0.5, 0.9))
+		})
 	return out
 }
