@@ -894,20 +894,25 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 			run--
 		}
 	}
-	// The quiet floor before the rise: the short window that ends where it starts.
+	// The quiet floor before the rise: the short window that ends where it starts (foot),
+	// or where a request held across its first buckets hid it (see bridge).
 	ns := int64(cfg.ShortWindow / cfg.Bucket)
-	start := xs[run-1]
-	mn, mx, cnt := math.Inf(1), math.Inf(-1), 0
+	foot := run - 1
+	mn, mx, cnt := quietEnv(xs, env, foot, ns)
+	if cnt < minPoints || mx-mn > sig {
+		f, ok := bridge(xs, fs, env, run, sigma, sig, ns)
+		if !ok {
+			return fastRise{rate: rate, cont: cont, pair: pair, chance: 1}
+		}
+		foot = f
+		mn, mx, _ = quietEnv(xs, env, foot, ns)
+	}
+	start := xs[foot]
 	pre, in := e.sc.bx[:0], e.sc.by[:0] // the quiet window's and the run's spreads (below)
-	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
-		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
-		cnt++
+	for i := foot; i >= 0 && xs[i] > start-float64(ns); i-- {
 		if sp, ok := spreadAt(i); ok {
 			pre = append(pre, sp)
 		}
-	}
-	if cnt < minPoints || mx-mn > sig {
-		return fastRise{rate: rate, cont: cont, pair: pair, chance: 1}
 	}
 	// Rigid: a leak shifts the distribution of a bucket's samples up as a whole (the
 	// idle moments and the requests on top of them rise together); load stretches it
@@ -990,7 +995,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// 63 and 88 paged on them, at chances of 0.003 and below).
 	var rp, op, rr, or, re, oe int
 	counted := true // every bucket of the quiet window and of the run told (see below)
-	for i := run - 1; i >= 0 && xs[i] > start-float64(ns); i-- {
+	for i := foot; i >= 0 && xs[i] > start-float64(ns); i-- {
 		if r, o, ok := idleAt(i, false); ok {
 			rp, op = rp+r, op+o
 		}
@@ -1047,6 +1052,64 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	// samples enough to judge. That is the floor at rest under whatever requests the
 	// run's buckets held, so near a full GPU it stands in for the rigid test (see track).
 	return fastRise{fast: true, rate: rate, cont: cont, pair: pair, rigid: rigid, clear: clear, even: even, chance: chance, rested: keeps(re, oe)}
+}
+
+// quietEnv is the least and the greatest envelope over the short window (ns buckets)
+// that ends at bucket index end, and how many buckets it holds: the fast rule's quiet
+// floor before a rise.
+func quietEnv(xs, env []float64, end int, ns int64) (mn, mx float64, cnt int) {
+	mn, mx = math.Inf(1), math.Inf(-1)
+	for i := end; i >= 0 && xs[i] > xs[end]-float64(ns); i-- {
+		mn, mx = math.Min(mn, env[i]), math.Max(mx, env[i])
+		cnt++
+	}
+	return mn, mx, cnt
+}
+
+// bridge finds the foot of a steep run that a request held across the rise's first
+// buckets broke: where requests last (seconds to a minute or more), a bucket may have
+// no idle moment at all, and one held across a leak's onset lifts the floors of its
+// buckets by its own size, then falls, when it ends, onto the leak's line. The run of
+// steep rises then starts after that fall, and the short window before it holds the
+// leak's first minutes, never quiet: the fast rule never paged, on a nearly full GPU
+// either (vram_eval -stress, x_requests_last_fast_leak_near_full seed 52: a request of
+// 1.4 GiB held for three minutes across the onset of a 582 MiB/min leak, flagged by
+// the short rule 8 minutes in, as the GPU ran out; seed 1 the same for a minute).
+//
+// The bridge holds where, walking back from the bucket before the run (the landing,
+// which must lie on the run's line, give or take a bucket's rise and the noise, as a
+// floor placed anywhere in its bucket does), over at most roomyBuckets buckets, no
+// floor lies below that line by more than the same (a leak's floor is never under its
+// own line, load only lifts it), at least one lies above it (a request held: what
+// broke the run), and the walk reaches a bucket that ends a quiet short window where
+// the line has come down to that window's level (its greatest envelope), within a
+// bucket's rise either way: the rise began where the quiet floor ended. It returns
+// that bucket, the foot.
+func bridge(xs, fs, env []float64, run int, sigma, sig float64, ns int64) (int, bool) {
+	n, b := len(xs), run-1
+	if b < 1 || xs[run]-xs[b] != 1 || xs[n-1] <= xs[run] {
+		return 0, false
+	}
+	p := (fs[n-1] - fs[run]) / (xs[n-1] - xs[run]) // the run's rise a bucket
+	tol := p + 4*sigma
+	line := func(i int) float64 { return fs[n-1] + p*(xs[i]-xs[n-1]) }
+	if math.Abs(fs[b]-line(b)) > tol {
+		return 0, false
+	}
+	held := false
+	for j := b - 1; j >= 0 && xs[b]-xs[j] <= roomyBuckets; j-- {
+		if fs[j] < line(j)-tol {
+			return 0, false
+		}
+		held = held || fs[j] > line(j)+tol
+		// The envelope passes over busy buckets that came back (see analyze), so the
+		// window may read quiet part way up, and the foot may be a busy bucket itself:
+		// the foot is where the line has come down to the window's level.
+		if mn, mx, cnt := quietEnv(xs, env, j, ns); cnt >= minPoints && mx-mn <= sig && line(j) <= mx+tol+p {
+			return j, held && line(j) >= mx-tol-p
+		}
+	}
+	return 0, false
 }
 
 // restRun is the fast rule's run read on the floors at rest alone, where the client

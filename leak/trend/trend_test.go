@@ -2244,3 +2244,46 @@ func TestFastLeakBusyAtRest(t *testing.T) {
 		}
 	}
 }
+
+// TestUrgentLeakUnderHeldRequest: a 600 MiB/min leak near a full GPU whose onset a
+// request of 1–1.8 GiB spans (its size varies as it runs), held from 30 s before it to
+// 2.5 minutes after (requests last; the server is otherwise at rest in two samples of
+// three). The held request lifts the floors of its buckets by its size and stretches
+// them, so they neither pass the rigid test nor keep moments at rest; when it ends the
+// floor falls onto the leak's line, and the steep run starts only there, with the leak's
+// first minutes in the short window before it. The fast rule bridges the held buckets
+// back to the quiet floor (see bridge) and pages within four and a half minutes of the
+// onset, with the GPU 12 minutes from full (without the bridge the short rule flagged it
+// 6m53s after its onset). The same held request without the leak stays quiet.
+func TestUrgentLeakUnderHeldRequest(t *testing.T) {
+	const gib = 1024 * mib
+	onset := 30*time.Minute + 7*time.Second
+	tick := func(el time.Duration) int { return int(el / (5 * time.Second)) }
+	load := func(el time.Duration) float64 {
+		switch {
+		case el >= onset-30*time.Second && el < onset+150*time.Second:
+			return float64(1050+100*(tick(el)*7%8)) * mib // held; its size varies as it runs
+		case tick(el)%3 == 2:
+			return float64(100+25*(tick(el)%4)) * mib
+		}
+		return 0
+	}
+	leak := func(el time.Duration) float64 { return 8*gib + 600*mib*math.Max((el-onset).Minutes(), 0) + load(el) }
+	healthy := func(el time.Duration) float64 { return 8*gib + load(el) }
+	for _, tc := range []struct {
+		name  string
+		alloc func(time.Duration) float64
+		by    time.Duration // -1: quiet
+	}{{"leak under a held request", leak, 270 * time.Second}, {"the held request alone", healthy, -1}} {
+		sc := onGPU(tc.alloc, 7*gib, 45*time.Minute)
+		sc.every = 5 * time.Second
+		r := sc.run(t)
+		a := r.alerted(0)
+		switch {
+		case tc.by < 0 && a >= 0:
+			t.Errorf("%s flagged at %s, want quiet:%s", tc.name, a, r)
+		case tc.by >= 0 && (a < onset || a > onset+tc.by):
+			t.Errorf("%s flagged at %s, want within %s of %s:%s", tc.name, a, tc.by, onset, r)
+		}
+	}
+}
