@@ -780,3 +780,19 @@ func TestSeedsFromNamesItsRange(t *testing.T) {
 		t.Errorf("the report does not name the range:\n%s", buf.String())
 	}
 }
+
+// TestHeldRequestBridged: seed 52 of x_requests_last_fast_leak_near_full leaks 582
+// MiB/min from minute 40 on a nearly full GPU, under requests that last; one of 1.4 GiB,
+// held for three minutes across the onset, fell onto the leak's line only when it ended.
+// The fast rule bridges those buckets back to the quiet floor (trend's bridge): flagged
+// within five minutes of the onset, the forecast minutes before the GPU runs out (without
+// the bridge the short rule flagged it eight minutes in, the forecast as the GPU ran out).
+func TestHeldRequestBridged(t *testing.T) {
+	r := sweepOne(t, "x_requests_last_fast_leak_near_full", 52)
+	if len(r.Delays) != 1 || r.Delays[0] > 5*time.Minute {
+		t.Errorf("flagged after %v, want within 5 minutes of the onset", r.Delays)
+	}
+	if len(r.Leads) != 1 || r.Leads[0] < 2*time.Minute {
+		t.Errorf("forecast %v before the OOM, want at least 2 minutes", r.Leads)
+	}
+}
