@@ -1076,15 +1076,15 @@ func quietEnv(xs, env []float64, end int, ns int64) (mn, mx float64, cnt int) {
 // 1.4 GiB held for three minutes across the onset of a 582 MiB/min leak, flagged by
 // the short rule 8 minutes in, as the GPU ran out; seed 1 the same for a minute).
 //
-// The bridge holds where, walking back from the bucket before the run (the landing,
-// which must lie on the run's line, give or take a bucket's rise and the noise, as a
-// floor placed anywhere in its bucket does), over at most roomyBuckets buckets, no
-// floor lies below that line by more than the same (a leak's floor is never under its
-// own line, load only lifts it), at least one lies above it (a request held: what
-// broke the run), and the walk reaches a bucket that ends a quiet short window where
-// the line has come down to that window's level (its greatest envelope), within a
-// bucket's rise either way: the rise began where the quiet floor ended. It returns
-// that bucket, the foot.
+// The bridge holds where the run rose at one pace from the bucket before it (the
+// landing, which must lie on the run's line, give or take a bucket's rise and the noise,
+// as a floor placed anywhere in its bucket does) and where, walking back from the
+// landing over at most roomyBuckets buckets, no floor lies below that line by more than
+// the same (a leak's floor is never under its own line, load only lifts it), at least one
+// lies above it (a request held: what broke the run), and the walk reaches a bucket that
+// ends a quiet short window where the line has come down to that window's level (its
+// greatest envelope), within a bucket's rise either way: the rise began where the quiet
+// floor ended. It returns that bucket, the foot.
 func bridge(xs, fs, env []float64, run int, sigma, sig float64, ns int64) (int, bool) {
 	n, b := len(xs), run-1
 	if b < 1 || xs[run]-xs[b] != 1 || xs[n-1] <= xs[run] {
@@ -1095,6 +1095,16 @@ func bridge(xs, fs, env []float64, run int, sigma, sig float64, ns int64) (int, 
 	line := func(i int) float64 { return fs[n-1] + p*(xs[i]-xs[n-1]) }
 	if math.Abs(fs[b]-line(b)) > tol {
 		return 0, false
+	}
+	// Every rise from the landing on at the run's pace, within steadyRise either way
+	// (give or take 4σ): a leak adds the same bytes every bucket, and a rise measured
+	// from a bridge must be one. Adapters loaded two in a row after a swap rose 43, 931
+	// and 648 MiB, and bridged to a page (vram_eval -stress -load, x_adapter_churn seed
+	// 1129).
+	for i := run; i < n; i++ {
+		if d := fs[i] - fs[i-1]; d < p/steadyRise-4*sigma || d > steadyRise*p+4*sigma {
+			return 0, false
+		}
 	}
 	held := false
 	for j := b - 1; j >= 0 && xs[b]-xs[j] <= roomyBuckets; j-- {
