@@ -796,3 +796,14 @@ func TestHeldRequestBridged(t *testing.T) {
 		t.Errorf("forecast %v before the OOM, want at least 2 minutes", r.Leads)
 	}
 }
+
+// TestBridgeOnePace: seed 1129 of x_adapter_churn, its client counting its requests,
+// swaps adapters at capacity; after an eviction two larger ones load in a row (floors up
+// 43, 931 and 648 MiB a bucket). A bridge over the busy bucket before them read that as a
+// leak's run from the quiet floor and paged for a bucket; a run bridged must rise at one
+// pace from its landing, and this one stays quiet.
+func TestBridgeOnePace(t *testing.T) {
+	if r := sweepLoad(t, "x_adapter_churn", []uint64{1129}, true); r.FalseAlarms != 0 {
+		t.Errorf("x_adapter_churn seed 1129 with the counts: %d false verdicts, want none", r.FalseAlarms)
+	}
+}
