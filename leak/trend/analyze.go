@@ -905,7 +905,7 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 			return fastRise{rate: rate, cont: cont, pair: pair, chance: 1}
 		}
 		foot = f
-		mn, mx, _ = quietEnv(xs, env, foot, ns)
+		_, mx, _ = quietEnv(xs, env, foot, ns)
 	}
 	start := xs[foot]
 	pre, in := e.sc.bx[:0], e.sc.by[:0] // the quiet window's and the run's spreads (below)
