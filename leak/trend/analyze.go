@@ -900,12 +900,11 @@ func (e *Engine) fastRule(xs, env, fs []float64, spreadAt func(int) (float64, bo
 	foot := run - 1
 	mn, mx, cnt := quietEnv(xs, env, foot, ns)
 	if cnt < minPoints || mx-mn > sig {
-		f, ok := bridge(xs, fs, env, run, sigma, sig, ns)
+		f, level, ok := bridge(xs, fs, env, run, sigma, sig, ns)
 		if !ok {
 			return fastRise{rate: rate, cont: cont, pair: pair, chance: 1}
 		}
-		foot = f
-		_, mx, _ = quietEnv(xs, env, foot, ns)
+		foot, mx = f, level
 	}
 	start := xs[foot]
 	pre, in := e.sc.bx[:0], e.sc.by[:0] // the quiet window's and the run's spreads (below)
@@ -1084,17 +1083,17 @@ func quietEnv(xs, env []float64, end int, ns int64) (mn, mx float64, cnt int) {
 // lies above it (a request held: what broke the run), and the walk reaches a bucket that
 // ends a quiet short window where the line has come down to that window's level (its
 // greatest envelope), within a bucket's rise either way: the rise began where the quiet
-// floor ended. It returns that bucket, the foot.
-func bridge(xs, fs, env []float64, run int, sigma, sig float64, ns int64) (int, bool) {
+// floor ended. It returns that bucket, the foot, and the window's level.
+func bridge(xs, fs, env []float64, run int, sigma, sig float64, ns int64) (int, float64, bool) {
 	n, b := len(xs), run-1
 	if b < 1 || xs[run]-xs[b] != 1 || xs[n-1] <= xs[run] {
-		return 0, false
+		return 0, 0, false
 	}
 	p := (fs[n-1] - fs[run]) / (xs[n-1] - xs[run]) // the run's rise a bucket
 	tol := p + 4*sigma
 	line := func(i int) float64 { return fs[n-1] + p*(xs[i]-xs[n-1]) }
 	if math.Abs(fs[b]-line(b)) > tol {
-		return 0, false
+		return 0, 0, false
 	}
 	// Every rise from the landing on at the run's pace, within steadyRise either way
 	// (give or take 4σ): a leak adds the same bytes every bucket, and a rise measured
@@ -1103,23 +1102,23 @@ func bridge(xs, fs, env []float64, run int, sigma, sig float64, ns int64) (int, 
 	// 1129).
 	for i := run; i < n; i++ {
 		if d := fs[i] - fs[i-1]; d < p/steadyRise-4*sigma || d > steadyRise*p+4*sigma {
-			return 0, false
+			return 0, 0, false
 		}
 	}
 	held := false
 	for j := b - 1; j >= 0 && xs[b]-xs[j] <= roomyBuckets; j-- {
 		if fs[j] < line(j)-tol {
-			return 0, false
+			return 0, 0, false
 		}
 		held = held || fs[j] > line(j)+tol
 		// The envelope passes over busy buckets that came back (see analyze), so the
 		// window may read quiet part way up, and the foot may be a busy bucket itself:
 		// the foot is where the line has come down to the window's level.
 		if mn, mx, cnt := quietEnv(xs, env, j, ns); cnt >= minPoints && mx-mn <= sig && line(j) <= mx+tol+p {
-			return j, held && line(j) >= mx-tol-p
+			return j, mx, held && line(j) >= mx-tol-p
 		}
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // restRun is the fast rule's run read on the floors at rest alone, where the client
