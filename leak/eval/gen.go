@@ -411,6 +411,15 @@ func sumSteps(steps []step, el time.Duration) float64 {
 	return s
 }
 
+// activation is one request's activations in bytes for a uniform draw u in [0, 1):
+// uniform up to ActPeak, or from ActTail's Pareto tail (ActPeak its scale) up to ActCap.
+func (s *Spec) activation(u float64) float64 {
+	if s.ActTail > 0 {
+		return math.Min(s.ActPeak*mib*(math.Pow(1-u, -1/s.ActTail)-1), s.ActCap*mib)
+	}
+	return s.ActPeak * mib * u
+}
+
 // Generate writes the trace of s to w. The same Spec always writes the same bytes.
 func Generate(s Spec, w io.Writer) error {
 	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
@@ -505,10 +514,7 @@ func Generate(s Spec, w io.Writer) error {
 			case holding && rng3.Float64() < leaveBusy:
 				holding = false
 			case !holding && rng3.Float64() < leaveIdle:
-				holding, held = true, s.ActPeak*mib*rng3.Float64()
-				if s.ActTail > 0 {
-					held = math.Min(s.ActPeak*mib*(math.Pow(1-rng3.Float64(), -1/s.ActTail)-1), s.ActCap*mib)
-				}
+				holding, held = true, s.activation(rng3.Float64())
 			}
 			if holding {
 				inFlight++
@@ -516,11 +522,7 @@ func Generate(s Spec, w io.Writer) error {
 			}
 		} else if rng.Float64() < s.Busy {
 			inFlight++
-			u := rng.Float64()
-			act = s.ActPeak * mib * u
-			if s.ActTail > 0 {
-				act = math.Min(s.ActPeak*mib*(math.Pow(1-u, -1/s.ActTail)-1), s.ActCap*mib)
-			}
+			act = s.activation(rng.Float64())
 		}
 		for _, g := range s.Generations {
 			if el >= g.At && el < g.At+g.Dur {
