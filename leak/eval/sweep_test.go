@@ -807,3 +807,30 @@ func TestBridgeOnePace(t *testing.T) {
 		t.Errorf("x_adapter_churn seed 1129 with the counts: %d false verdicts, want none", r.FalseAlarms)
 	}
 }
+
+// TestHeldRequestLongBridged: seed 74 of x_requests_last_fast_leak_near_full leaks 195
+// MiB/min from 30m33s, sampled every 2 s; a request held for six minutes from the onset
+// hid the quiet floor behind it, and when it ended the floors fell onto the leak's line
+// thirteen buckets after the rise began. A bridge walked back no further than six
+// buckets and the process ran the GPU out unflagged, with no forecast; walked back a
+// short window, it is flagged before the OOM, the forecast with it.
+func TestHeldRequestLongBridged(t *testing.T) {
+	r := sweepOne(t, "x_requests_last_fast_leak_near_full", 74)
+	if r.Missed != 0 || len(r.Delays) != 1 || r.Delays[0] > 10*time.Minute {
+		t.Errorf("flagged after %v (missed %d), want within 10 minutes of the onset", r.Delays, r.Missed)
+	}
+	if len(r.Leads) != 1 || r.Leads[0] < time.Minute {
+		t.Errorf("forecast %v before the OOM, want at least a minute", r.Leads)
+	}
+}
+
+// TestRequestJumpNotEven: seed 66 of x_requests_last_near_full, a healthy server on a GPU
+// a few GiB from full, sampled every 10 s; a request arrived and filled: floors up 1,413,
+// 285 and 154 MiB a bucket, then back. Three rises in a row at a pace that would fill the
+// GPU soon paged for a bucket; a leak's first bucket rises by no more than twice the
+// steeper of the two after it, so the urgent fast rule waits, and the bucket after falls.
+func TestRequestJumpNotEven(t *testing.T) {
+	if r := sweepOne(t, "x_requests_last_near_full", 66); r.FalseAlarms != 0 {
+		t.Errorf("x_requests_last_near_full seed 66: %d false verdicts, want none", r.FalseAlarms)
+	}
+}
