@@ -834,3 +834,26 @@ func TestRequestJumpNotEven(t *testing.T) {
 		t.Errorf("x_requests_last_near_full seed 66: %d false verdicts, want none", r.FalseAlarms)
 	}
 }
+
+// TestNoisyFloorsHeld: seeds 25 and 66 of load_diurnal, sampled every few seconds by a
+// client that does not count its requests: the day's traffic climbs until no bucket has
+// an idle moment, and the floors, the least load in flight, jump from bucket to bucket by
+// 14–23 times what they did over the long window, while their lower envelope climbs with
+// the load at a fit of 0.85–0.9. The short rule paged on that line; floors that noisy,
+// with no exact line under them that rises, are load (trend's noisy).
+func TestNoisyFloorsHeld(t *testing.T) {
+	if r := sweepLoad(t, "load_diurnal", []uint64{25, 66}, false); r.FalseAlarms != 0 {
+		t.Errorf("load_diurnal seeds 25 and 66: %d false verdicts, want none", r.FalseAlarms)
+	}
+}
+
+// TestNoisyFloorsExactLine: seed 42 of leak_stops, 22 MiB/min on a server sampled every
+// 10 s whose busy buckets lift the floors by up to a GiB; its judged window is far
+// noisier than the long window, but the buckets with an idle moment lie on the leak's
+// line to a few MiB, so the short rule still takes it within ten minutes of its onset.
+func TestNoisyFloorsExactLine(t *testing.T) {
+	r := sweepOne(t, "leak_stops", 42)
+	if len(r.Delays) != 1 || r.Delays[0] > 10*time.Minute {
+		t.Errorf("flagged after %v (missed %d), want within 10 minutes of the onset", r.Delays, r.Missed)
+	}
+}

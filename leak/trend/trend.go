@@ -388,6 +388,9 @@ type growState struct {
 	// for being the next ramp of the series' sawtooth; 0 if none.
 	held float64
 	saw  bool
+	// noisy: held for floors that jump with the load (analyze's noisy), not for idle
+	// moments counted lost.
+	noisy bool
 	// floor: where the floor stood when the fast rule started growth on a roomy GPU.
 	floor float64
 	// paged: it would have paged at an earlier close (see track); slowed: the test of
@@ -870,6 +873,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		// Held as the next ramp of a sawtooth (see track): the same, with its own why.
 		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min from the trough it fell back to, at the pace of the ramps it gave back: "+
 			"the next cycle of a sawtooth (a garbage collector's), judged on its troughs when it falls back, not a leak yet", p.grow[colAllocated].held/MiBPerMinute)
+	case pushing && p.grow[colAllocated].held > 0 && p.grow[colAllocated].noisy:
+		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min, but its floors jump from bucket to bucket %g times as much as over the long window or more, "+
+			"with no exact line under them: the least load in flight of a server that is never idle, not judged a leak", p.grow[colAllocated].held/MiBPerMinute, float64(noisier))
 	case pushing && p.grow[colAllocated].held > 0:
 		// Held by the test of idle moments (see track): on-call should see the rise and
 		// why it does not page, not "nothing rising", nor the cache that rises with it
@@ -1036,7 +1042,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
 	slowAtRest := slowLine(v.atRestLong, v.sig, cfg.SlowRate, cfg.MinFit) && v.atRestLong.highs >= minHighs && !stoppedRest
-	held := v.idleLost && !filling && !atRest
+	// Held too where the judged window's floors are noisy (see analyze): the least load
+	// in flight, read on the floors themselves where too few samples are due for the test
+	// of idle moments; near a full GPU (filling) the same exception.
+	held := (v.idleLost || v.noisy) && !filling && !atRest
 	// Nor where the newest collection came back no higher than the one before, after one
 	// that rose by sig (see risingTroughs): the envelope under a sawtooth lags the memory
 	// that stays. Not on any flat pair: a leak too slow to lift a trough by sig/2 in a
@@ -1141,9 +1150,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// none: its envelope is the load's climb, they are not.
 			*g = growState{rule: ruleSlow, since: now, slope: v.atRestLong.slope / b, fit: v.atRestLong.r2, rest: true}
 		case (held || saw) && shortRise:
-			g.held, g.saw = v.judge.slope/b, !held
+			g.held, g.saw, g.noisy = v.judge.slope/b, !held, held && !v.idleLost
 		case (held || saw) && halfRise:
-			g.held, g.saw = v.half.slope/b, !held
+			g.held, g.saw, g.noisy = v.half.slope/b, !held, held && !v.idleLost
 		}
 	}
 	// yield: growth g, a run clear of load on a roomy GPU that has still to page (the
