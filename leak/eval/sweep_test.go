@@ -842,6 +842,14 @@ func TestNoisyFloorsHeld(t *testing.T) {
 	if r := sweepLoad(t, "load_diurnal", []uint64{25, 66}, false); r.FalseAlarms != 0 {
 		t.Errorf("load_diurnal seeds 25 and 66: %d false verdicts, want none", r.FalseAlarms)
 	}
+	// On-call sees the rise and why it does not page.
+	var buf bytes.Buffer
+	if err := ShowClass("load_diurnal", 25, false, trend.DefaultConfig(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "its floors jump from bucket to bucket") {
+		t.Errorf("load_diurnal seed 25: no steady verdict said the floors jump with the load:\n%s", buf.String())
+	}
 }
 
 // TestNoisyFloorsExactLine: seed 42 of leak_stops, 22 MiB/min on a server sampled every
