@@ -211,9 +211,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	v.present = inShort >= minPoints
 
-	// Noise: the robust spread of bucket-to-bucket changes (1.4826·MAD/√2 is σ of one
-	// floor under Gaussian noise); a line's constant slope and a staircase's rare steps
-	// do not inflate it.
+	// Noise: over the long window (see diffSigma).
 	v.sigma = diffSigma(xs, ps, &sc.d)
 	sigma := math.Max(v.sigma, sigmaMin)
 	v.sig = e.sigOf(sigma)
@@ -360,8 +358,6 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	}
 	jx, jy := blocks(xs[jlo:], env[jlo:], 40, &sc.jx, &sc.jy)
 	v.judge = sc.robustFit(jx, jy, sigma)
-	// nowSigma: the floors' noise over the judged window alone (see noisy, below).
-	nowSigma := diffSigma(xs[jlo:], ps[jlo:], &sc.d)
 	v.twoWay = twoWay(xs[jlo:], ps[jlo:], v.sig)
 	// Whether it rises ever slower, judged over two short windows (see slowing).
 	slo2 := n
@@ -417,9 +413,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// where too few samples are due for the test of lost idle moments to say anything).
 	// A leak leaves the floors' noise as it was, and where a busy server's noise did
 	// grow, its buckets with an idle moment still lie on the leak's line to a few MiB.
-	// Read only where the short rule's fits would start growth (exactFit's repeated
-	// medians cost).
-	if !coarse && nowSigma > noisier*sigma && (e.qualifies(v.judge) || (early && e.qualifies(v.half))) {
+	// Read only where the short rule's fits would start growth: most closes skip the
+	// judged window's noise, and exactFit's repeated medians run only past it.
+	if !coarse && (e.qualifies(v.judge) || (early && e.qualifies(v.half))) && diffSigma(xs[jlo:], ps[jlo:], &sc.d) > noisier*sigma {
 		ex := sc.exactFit(xs, fs, nj, sigma)
 		v.noisy = !ex.ok || ex.slope/cfg.Bucket.Seconds() < cfg.MinRate
 	}
