@@ -104,6 +104,9 @@ type view struct {
 	// noisy: the judged window's floors jump by noisier times the long window's noise
 	// and no exact line under them rises: the least load in flight (see analyze).
 	noisy bool
+	// noisyLong: the long window's newest quarter's floors jump by noisier times its
+	// quietest quarter's and no exact line under them rises (see scratch.noisyLong).
+	noisyLong bool
 	// slowing: over two short windows (the judged window if longer), the rise from its
 	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
 	// coarse used.
@@ -415,7 +418,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// grow, its buckets with an idle moment still lie on the leak's line to a few MiB.
 	// Read only where the short rule's fits would start growth: most closes skip the
 	// judged window's noise, and exactFit's repeated medians run only past it.
-	if !coarse && (e.qualifies(v.judge) || (early && e.qualifies(v.half))) && diffSigma(xs[jlo:], ps[jlo:], &sc.d) > noisier*sigma {
+	if !coarse && (e.qualifies(v.judge) || (early && e.qualifies(v.half))) && (diffSigma(xs[jlo:], ps[jlo:], &sc.d) > noisier*sigma || sc.loud(xs, fs, nl)) {
 		ex := sc.exactFit(xs, fs, nj, sigma)
 		v.noisy = !ex.ok || ex.slope/cfg.Bucket.Seconds() < cfg.MinRate
 	}
@@ -454,6 +457,9 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			v.recent, v.sigRecent = sc.robustFit(qx, qy, sigma), v.sig
 			if own {
 				v.recent, v.sigRecent = e.ownNoise(v.recent, qy, sigma)
+			}
+			if !coarse && v.envLong.r2 >= e.cfg.MinFit {
+				v.noisyLong = sc.noisyLong(xs[slo:], fs[slo:], nl, e.cfg.SlowRate*b, sigma)
 			}
 		}
 	}
@@ -2129,6 +2135,62 @@ func lateGoes(h *history, fastRate float64) bool {
 // 64 MiB, where no exact line stands) waited longer on 6 seeds (13m17s → 14m11s at the
 // median); at 3 on 2, and load_diurnal's false verdicts 6 → 0 either way.
 const noisier = 3
+
+// noisyLong says whether the floors (xs, fs) over the long window (nl buckets) are the
+// least load in flight where the slow rule would read them: they are loud, and no
+// exact line under them rises at rate (bytes a bucket) or more (see exactFit).
+func (s *analysisScratch) noisyLong(xs, fs []float64, nl int64, rate, sigma float64) bool {
+	if !s.loud(xs, fs, nl) {
+		return false
+	}
+	ex := s.exactFit(xs, fs, nl, sigma)
+	return !ex.ok || ex.slope < rate
+}
+
+// loud says whether the buckets' own floors (xs, fs) over the long window's newest
+// quarter jump from bucket to bucket by noisier times what they did over its quietest
+// quarter (at least sigmaMin). The slow rule judges the envelope over two hours, and a
+// day's traffic that climbs into saturation for an hour lifts it as smoothly as a slow
+// leak; its floor is then drawn anew from the load at every bucket and jumps by
+// hundreds of MiB where the quiet hours' moved by a few (load_diurnal sampled every
+// 10 s: 16 MiB before the traffic, 200–500 under it). The short rule's judged window
+// likewise, where the long window is mostly that climb (its noise then is the load's).
+// A leak leaves the floors' noise as it was, and a server busy all along is as noisy
+// in every quarter. The buckets' own floors, not the pairs analyze fits: a pair's least
+// repeats a floor, a third of the changes are then exactly nought, and their MAD swings
+// threefold from quarter to quarter on a server that is busy all along.
+func (s *analysisScratch) loud(xs, fs []float64, nl int64) bool {
+	newest, quiet := s.quarterNoise(xs, fs, nl)
+	return newest > noisier*math.Max(quiet, sigmaMin)
+}
+
+// quarterNoise is diffSigma over the newest quarter of the long window (nl buckets)
+// and over its quietest quarter (+Inf where none holds minPoints floors).
+func (s *analysisScratch) quarterNoise(xs, ps []float64, nl int64) (newest, quiet float64) {
+	q := float64(nl / 4)
+	quiet = math.Inf(1)
+	if len(xs) == 0 || q < float64(minPoints) {
+		return 0, quiet
+	}
+	for end := xs[len(xs)-1]; end > xs[0]; end -= q {
+		lo, hi := len(xs), len(xs)
+		for lo > 0 && xs[lo-1] > end-q {
+			lo--
+		}
+		for hi > lo && xs[hi-1] > end {
+			hi--
+		}
+		if hi-lo < minPoints {
+			continue
+		}
+		d := diffSigma(xs[lo:hi], ps[lo:hi], &s.d)
+		if hi == len(xs) {
+			newest = d
+		}
+		quiet = math.Min(quiet, d)
+	}
+	return newest, quiet
+}
 
 // diffSigma is one floor's σ from the robust spread of bucket-to-bucket changes of ps
 // (1.4826·MAD/√2 under Gaussian noise; a line's constant slope and a staircase's rare

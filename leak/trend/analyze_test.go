@@ -2,6 +2,7 @@ package trend
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -331,5 +332,61 @@ func TestRampLevelBusyTop(t *testing.T) {
 	}
 	if _, _, ok := rampLevel(2, 0, []float64{0, 1, 2}, []float64{0, 1, 2}); ok {
 		t.Error("rampLevel read a level from points that include the ramp's foot")
+	}
+}
+
+// busyFloors are nl floors a bucket apart (x = −nl+1 … 0, the long window's), quiet to
+// within 2 MiB until bucket from, then a server's load in flight: a floor that climbs
+// by climb a bucket and, in each bucket without an idle moment (all but one in idle),
+// sits a random few hundred MiB above it; leak adds its own pace throughout (bytes a
+// bucket). quietSD sets the quiet floors' noise (busy all along: as large as the busy
+// ones'). ps are the paired floors analyze fits, fs the buckets' own.
+func busyFloors(nl, from int, climb, leak, quietSD float64, idle int, seed uint64) (xs, ps, fs []float64) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	for i := range nl {
+		f := 4096*mib + leak*float64(i) + quietSD*r.NormFloat64()
+		if i >= from {
+			f += climb * float64(i-from)
+			if idle == 0 || r.IntN(idle) != 0 {
+				f += 300 * mib * math.Abs(r.NormFloat64())
+			}
+		}
+		p := f
+		if i > 0 && fs[i-1] < p {
+			p = fs[i-1]
+		}
+		xs, ps, fs = append(xs, float64(i-nl+1)), append(ps, p), append(fs, f)
+	}
+	return xs, ps, fs
+}
+
+// TestNoisyLong: a long window that was quiet and is now the least load in flight of a
+// climbing day's traffic is noisyLong (the slow rule must not read its envelope as a
+// leak); a server as noisy all along, a slow leak on a quiet one and a leak whose
+// buckets with an idle moment lie on its line under the traffic are not.
+func TestNoisyLong(t *testing.T) {
+	const nl, rate = 240, 0.1 * mib // SlowRate a bucket
+	sigma := 2.0 * mib
+	for _, tc := range []struct {
+		name                 string
+		from                 int
+		climb, leak, quietSD float64
+		idle                 int
+		want                 bool
+	}{
+		{"traffic climbs into saturation", 80, 4 * mib, 0, 2 * mib, 0, true},
+		{"busy all along", 0, 4 * mib, 0, 300 * mib, 0, false},
+		{"a slow leak on a quiet server", nl, 0, 0.3 * mib, 2 * mib, 0, false},
+		{"a leak under the traffic, idle one bucket in three", 80, 0, 3 * mib, 0, 3, false},
+	} {
+		for seed := range uint64(20) {
+			xs, _, fs := busyFloors(nl, tc.from, tc.climb, tc.leak, tc.quietSD, tc.idle, seed)
+			var sc analysisScratch
+			if got := sc.noisyLong(xs, fs, nl, rate, sigma); got != tc.want {
+				newest, quiet := sc.quarterNoise(xs, fs, nl)
+				t.Errorf("%s, seed %d: noisyLong %v, want %v (newest quarter's σ %.1f MiB, quietest %.1f MiB)", tc.name, seed, got, tc.want, newest/mib, quiet/mib)
+				break
+			}
+		}
 	}
 }

@@ -1127,7 +1127,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// The rise the lost idle moments hid, on the floors at rest (see restFit; where
 			// the client does not count its requests, exactFit infers them).
 			*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
-		case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.twoWayLong && !v.troughs.halted && v.envLong.highs >= minHighs && !(v.idleLostLong && !filling) && !(fresh && !filling):
+		case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.twoWayLong && !v.troughs.halted && v.envLong.highs >= minHighs && !((v.idleLostLong || v.noisyLong) && !filling) && !(fresh && !filling):
 			// Nor where the floors since the warm-up stepped down as well as up, sharply and
 			// by 4 sig or more each (see twoWayLong): a cache at capacity whose swaps drifted
 			// up for an hour, toward the mean of its items' sizes, fits the long window's line
