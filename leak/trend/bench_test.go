@@ -101,3 +101,21 @@ func TestMemoryPerSeries(t *testing.T) {
 		runtime.KeepAlive(e)
 	}
 }
+
+// BenchmarkNoisyLong is the slow rule's test of loud floors at its worst: a long window
+// (240 buckets) whose newest quarter is loud, so exactFit's repeated medians run over
+// all of it. It runs only at closes where the long window's envelope already fits a
+// rising line, on a series whose floors jump.
+func BenchmarkNoisyLong(b *testing.B) {
+	const nl = 240
+	xs, _, fs := busyFloors(nl, 80, 4*mib, 0, 2*mib, 0, 1)
+	var sc analysisScratch
+	if !sc.noisyLong(xs, fs, nl, 0.1*mib, 2*mib) {
+		b.Fatal("the benchmark's floors are not loud")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		sc.noisyLong(xs, fs, nl, 0.1*mib, 2*mib)
+	}
+}
