@@ -857,7 +857,7 @@ func TestNoisyFloorsHeld(t *testing.T) {
 // bucket to bucket), then the day's traffic climbs into saturation and the floors, the
 // least load in flight, jump by 200–500 MiB. Over two hours the envelope of that climb
 // fits the slow rule's line: `leak` for 4 to 27 minutes, the shipped rule fired on
-// three. The long window's newest quarter against its quietest (trend's loud) holds it.
+// three. The long window's newest quarter against its quietest (trend's noisyLong) holds it.
 func TestLoudFloorsHeld(t *testing.T) {
 	quietSeeds(t, "load_diurnal", 1119, 1170, 1192, 1195)
 }

@@ -105,7 +105,7 @@ type view struct {
 	// and no exact line under them rises: the least load in flight (see analyze).
 	noisy bool
 	// noisyLong: the long window's newest quarter's floors jump by noisier times its
-	// quietest quarter's and no exact line under them rises (see scratch.noisyLong).
+	// quietest quarter's and no exact line under them rises (see analysisScratch.noisyLong).
 	noisyLong bool
 	// slowing: over two short windows (the judged window if longer), the rise from its
 	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
@@ -458,7 +458,12 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			if own {
 				v.recent, v.sigRecent = e.ownNoise(v.recent, qy, sigma)
 			}
-			if !coarse && v.envLong.r2 >= e.cfg.MinFit {
+			// Only where the slow rule would start on this close (its line, not slowing,
+			// its newest quarter rising: see track's slowOK and slowStart), the one place
+			// that reads it: a series already growing or whose line does not qualify pays
+			// nothing for exactFit's repeated medians over the long window.
+			if !coarse && v.envLong.slope/b >= e.cfg.SlowRate && v.envLong.r2 >= e.cfg.MinFit && v.envLong.rise >= v.sigLong && !v.decel &&
+				v.recent.ok && v.recent.slope/b >= e.cfg.SlowRate/2 && v.recent.rise >= v.sigRecent {
 				v.noisyLong = sc.noisyLong(xs[slo:], fs[slo:], nl, e.cfg.SlowRate*b, sigma)
 			}
 		}
@@ -2137,40 +2142,35 @@ func lateGoes(h *history, fastRate float64) bool {
 const noisier = 3
 
 // noisyLong says whether the floors (xs, fs) over the long window (nl buckets) are the
-// least load in flight where the slow rule would read them: they are loud, and no
-// exact line under them rises at rate (bytes a bucket) or more (see exactFit).
+// least load in flight where the slow rule would read them: the buckets' own floors
+// over the newest quarter jump from bucket to bucket by noisier times what they did
+// over the quietest quarter (at least sigmaMin), and no exact line under them rises at
+// rate (bytes a bucket) or more (see exactFit). The slow rule judges the envelope over
+// two hours, and a day's traffic that climbs into saturation for an hour lifts it as
+// smoothly as a slow leak; its floor is then drawn anew from the load at every bucket
+// and jumps by hundreds of MiB where the quiet hours' moved by a few (load_diurnal
+// sampled every 10 s: 16 MiB before the traffic, 200–500 under it). A leak leaves the
+// floors' noise as it was, and a server busy all along is as noisy in every quarter.
+//
+// The buckets' own floors, not the pairs analyze fits: a pair's least repeats a floor,
+// a third of the changes are then exactly nought, and their MAD swings threefold from
+// quarter to quarter on a server that is busy all along. Not for the short rule's test
+// of noisy floors, whose reference is the whole long window's noise: against the
+// quietest quarter it held leaks under a cache at capacity swapping adapters, whose
+// churn began after a quiet start (vram_eval -stress, x_adapter_churn_leak seeds 66 and
+// 92, flagged 15 and 22 minutes after their onset, never; x_gc_sawtooth_leak_stops seed
+// 42 and x_leak_per_request seed 12 likewise), for one load_diurnal page it spared.
 func (s *analysisScratch) noisyLong(xs, fs []float64, nl int64, rate, sigma float64) bool {
-	if !s.loud(xs, fs, nl) {
+	if newest, quiet := s.quarterNoise(xs, fs, nl); newest <= noisier*math.Max(quiet, sigmaMin) {
 		return false
 	}
 	ex := s.exactFit(xs, fs, nl, sigma)
 	return !ex.ok || ex.slope < rate
 }
 
-// loud says whether the buckets' own floors (xs, fs) over the long window's newest
-// quarter jump from bucket to bucket by noisier times what they did over its quietest
-// quarter (at least sigmaMin). The slow rule judges the envelope over two hours, and a
-// day's traffic that climbs into saturation for an hour lifts it as smoothly as a slow
-// leak; its floor is then drawn anew from the load at every bucket and jumps by
-// hundreds of MiB where the quiet hours' moved by a few (load_diurnal sampled every
-// 10 s: 16 MiB before the traffic, 200–500 under it). A leak leaves the floors' noise
-// as it was, and a server busy all along is as noisy in every quarter. Not for the
-// short rule's test of noisy floors, whose reference is the whole long window's noise:
-// against the quietest quarter it held leaks under a cache at capacity swapping
-// adapters, whose churn began after a quiet start (vram_eval -stress,
-// x_adapter_churn_leak seeds 66 and 92, flagged 15 and 22 minutes after their onset,
-// never; x_gc_sawtooth_leak_stops seed 42 and x_leak_per_request seed 12 likewise), for
-// one load_diurnal page it spared. The buckets' own floors, not the pairs analyze fits: a pair's least
-// repeats a floor, a third of the changes are then exactly nought, and their MAD swings
-// threefold from quarter to quarter on a server that is busy all along.
-func (s *analysisScratch) loud(xs, fs []float64, nl int64) bool {
-	newest, quiet := s.quarterNoise(xs, fs, nl)
-	return newest > noisier*math.Max(quiet, sigmaMin)
-}
-
-// quarterNoise is diffSigma over the newest quarter of the long window (nl buckets)
-// and over its quietest quarter (+Inf where none holds minPoints floors).
-func (s *analysisScratch) quarterNoise(xs, ps []float64, nl int64) (newest, quiet float64) {
+// quarterNoise is diffSigma of ys over the newest quarter of the long window (nl
+// buckets) and over its quietest quarter (+Inf where none holds minPoints floors).
+func (s *analysisScratch) quarterNoise(xs, ys []float64, nl int64) (newest, quiet float64) {
 	q := float64(nl / 4)
 	quiet = math.Inf(1)
 	if len(xs) == 0 || q < float64(minPoints) {
@@ -2187,7 +2187,7 @@ func (s *analysisScratch) quarterNoise(xs, ps []float64, nl int64) (newest, quie
 		if hi-lo < minPoints {
 			continue
 		}
-		d := diffSigma(xs[lo:hi], ps[lo:hi], &s.d)
+		d := diffSigma(xs[lo:hi], ys[lo:hi], &s.d)
 		if hi == len(xs) {
 			newest = d
 		}
