@@ -2,6 +2,8 @@ package eval
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vram-exporter/vram_exporter/leak/trace"
 	"github.com/vram-exporter/vram_exporter/leak/trend"
 )
 
@@ -860,6 +863,62 @@ func TestNoisyFloorsHeld(t *testing.T) {
 // three. The long window's newest quarter against its quietest (trend's noisyLong) holds it.
 func TestLoudFloorsHeld(t *testing.T) {
 	quietSeeds(t, "load_diurnal", 1119, 1170, 1192, 1195)
+	// On-call sees the long window's rise and why it does not page, not "nothing rising".
+	if !slices.ContainsFunc(reasonsOf(t, "load_diurnal", 1119), func(r string) bool {
+		return strings.Contains(r, "over the long window, but its newest quarter's floors jump")
+	}) {
+		t.Error("load_diurnal seed 1119: no steady verdict said the long window's newest floors jump with the load")
+	}
+}
+
+// TestSlowRiseLostIdleSaid: load_diurnal seed 20 (no counts): the day's traffic takes
+// the last idle moments and the long window's envelope, its climb, fits the slow rule's
+// line; the rule holds it (trend's idleLostLong), and the steady verdict says so.
+func TestSlowRiseLostIdleSaid(t *testing.T) {
+	quietSeeds(t, "load_diurnal", 20)
+	if !slices.ContainsFunc(reasonsOf(t, "load_diurnal", 20), func(r string) bool {
+		return strings.Contains(r, "over the long window, but some stretch of it lost the idle moments")
+	}) {
+		t.Error("load_diurnal seed 20: no steady verdict said the long window's rise lost its idle moments")
+	}
+}
+
+// reasonsOf replays class's trace for seed through a fresh engine at the default
+// settings and returns the distinct reasons its processes' results gave at any close,
+// not only where the verdict changed.
+func reasonsOf(t *testing.T, class string, seed uint64) []string {
+	t.Helper()
+	i := slices.IndexFunc(append(Classes(), Stress()...), func(c Class) bool { return c.Name == class })
+	if i < 0 {
+		t.Fatalf("no class %s", class)
+	}
+	var buf bytes.Buffer
+	if err := Generate(append(Classes(), Stress()...)[i].Make(seed), &buf); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := trend.NewEngine(trend.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	r := trace.NewReader(&buf)
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case rec.Process != nil:
+			if res := eng.Observe(*rec.Process); !slices.Contains(out, res.Reason) {
+				out = append(out, res.Reason)
+			}
+		case rec.GPU != nil:
+			eng.ObserveGPU(*rec.GPU)
+		}
+	}
 }
 
 // TestNoisyFloorsExactLine: seed 42 of leak_stops, 22 MiB/min on a server sampled every

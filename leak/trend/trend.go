@@ -388,8 +388,11 @@ type growState struct {
 	// for being the next ramp of the series' sawtooth; 0 if none.
 	held float64
 	saw  bool
-	// noisy: held for floors that jump with the load (analyze's noisy), not for idle
-	// moments counted lost.
+	// long: held is the slow rule's rise over the long window (see track's slowRise),
+	// not the short rule's.
+	long bool
+	// noisy: held for floors that jump with the load (analyze's noisy, or noisyLong
+	// where long), not for idle moments counted lost.
 	noisy bool
 	// floor: where the floor stood when the fast rule started growth on a roomy GPU.
 	floor float64
@@ -869,6 +872,15 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 	case allocFlat && sustained(colUnattributed):
 		v, reason = UnattributedGrowth, growthReason("memory outside the allocator (used − reserved)", p.grow[colUnattributed], now)+whileFlat
 	case pending(&v, &reason):
+	case pushing && p.grow[colAllocated].held > 0 && p.grow[colAllocated].long:
+		// Held from the slow rule (see track's slowRise), by what made its long window the
+		// load's climb.
+		why := "some stretch of it lost the idle moments the process showed before, so its floors there are"
+		if p.grow[colAllocated].noisy {
+			why = fmt.Sprintf("its newest quarter's floors jump from bucket to bucket %g times as much as its quietest quarter's or more, with no exact line under them:", float64(noisier))
+		}
+		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min over the long window, but %s the least load in flight of a server busier than before, not judged a leak",
+			p.grow[colAllocated].held/MiBPerMinute, why)
 	case pushing && p.grow[colAllocated].held > 0 && p.grow[colAllocated].saw:
 		// Held as the next ramp of a sawtooth (see track): the same, with its own why.
 		v, reason = Steady, fmt.Sprintf("allocated floor rising %.3g MiB/min from the trough it fell back to, at the pace of the ramps it gave back: "+
@@ -1032,6 +1044,8 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// before (x_sparse_cadence_leak's slowest seed too: 84 → 141 min). Once started, the
 	// quarter's slope keeps it as before, so a slow leak's verdict does not flap.
 	slowStart := v.recent.rise >= v.sigRecent
+	// slowRise: the slow rule would start growth, but for the load in flight (see begin).
+	slowRise := slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.twoWayLong && !v.troughs.halted && v.envLong.highs >= minHighs
 	// The short rule's two starts, and whether the lost idle moments hold them.
 	// A rise that is the next ramp of the series' sawtooth (see sawCycles.ramp) is held
 	// too, unless filling: it is judged on the troughs when the collection comes.
@@ -1127,7 +1141,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// The rise the lost idle moments hid, on the floors at rest (see restFit; where
 			// the client does not count its requests, exactFit infers them).
 			*g = growState{rule: ruleShort, since: now, slope: v.atRest.slope / b, fit: v.atRest.r2, line: v.line, rest: true, exact: v.atRestInferred}
-		case slowOK(cfg.SlowRate, cfg.MinFit) && slowStart && !v.twoWayLong && !v.troughs.halted && v.envLong.highs >= minHighs && !((v.idleLostLong || v.noisyLong) && !filling) && !(fresh && !filling):
+		case slowRise && !((v.idleLostLong || v.noisyLong) && !filling) && !(fresh && !filling):
 			// Nor where the floors since the warm-up stepped down as well as up, sharply and
 			// by 4 sig or more each (see twoWayLong): a cache at capacity whose swaps drifted
 			// up for an hour, toward the mean of its items' sizes, fits the long window's line
@@ -1153,6 +1167,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			g.held, g.saw, g.noisy = v.judge.slope/b, !held, held && !v.idleLost
 		case (held || saw) && halfRise:
 			g.held, g.saw, g.noisy = v.half.slope/b, !held, held && !v.idleLost
+		case slowRise && !fresh:
+			// The slow rule's rise, held for the load in flight over the long window
+			// (lost idle moments, loud floors): on-call sees the rise and why it does not
+			// page, not "nothing rising".
+			g.held, g.long, g.noisy = v.envLong.slope/b, true, !v.idleLostLong
 		}
 	}
 	// yield: growth g, a run clear of load on a roomy GPU that has still to page (the
