@@ -111,6 +111,9 @@ type view struct {
 	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
 	// coarse used.
 	slowing bool
+	// slowRamp: slowing read on the floors since the newest collection of a collector's
+	// sawtooth (a clean ramp, see analyze), not on the envelope, which lags it.
+	slowRamp bool
 	// idleLost: the newest buckets lost the idle moments the series showed before (see
 	// idle): its floor is the least load in flight of a server that is never idle any
 	// more, not memory that stays. idleLostLong: some stretch of the long window lost
@@ -385,6 +388,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		} else {
 			v.slowing = sc.slowing(xs[from:], ps[from:], v.sig, sigma)
 		}
+		v.slowRamp = v.slowing
 	}
 	if coarse {
 		// NVML's view: the allocator cache's high-water mark steps up by segments as
