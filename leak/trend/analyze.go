@@ -111,8 +111,9 @@ type view struct {
 	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
 	// coarse used.
 	slowing bool
-	// slowRamp: slowing read on the floors since the newest collection of a collector's
-	// sawtooth (a clean ramp, see analyze), not on the envelope, which lags it.
+	// slowRamp: slowing was read on the floors since the newest collection of a
+	// collector's sawtooth (a clean ramp, see analyze), the envelope, which lags it,
+	// not having said so (the ramp's test is read only then).
 	slowRamp bool
 	// idleLost: the newest buckets lost the idle moments the series showed before (see
 	// idle): its floor is the least load in flight of a server that is never idle any
