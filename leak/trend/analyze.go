@@ -111,9 +111,9 @@ type view struct {
 	// foot goes ever slower (see slowing): a cache filling to its budget. Not for NVML's
 	// coarse used.
 	slowing bool
-	// slowRamp: slowing was read on the floors since the newest collection of a
-	// collector's sawtooth (a clean ramp, see analyze), the envelope, which lags it,
-	// not having said so (the ramp's test is read only then).
+	// slowRamp: slowing read on the floors since the newest collection of a collector's
+	// sawtooth (a clean ramp, see analyze), whatever the envelope, which lags it, says.
+	// slowing includes it.
 	slowRamp bool
 	// idleLost: the newest buckets lost the idle moments the series showed before (see
 	// idle): its floor is the least load in flight of a server that is never idle any
@@ -383,13 +383,13 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// swaps falls at each eviction, and the loads since are steps, no ramp; read as
 	// slowing, they let leaks under such churn go (x_adapter_churn_leak: 7 more never
 	// fired VRAMProcessLeak, 50 → 57 of 100).
-	if !coarse && !v.slowing && saw.hi > 0 && saw.last >= saw.drop {
+	if !coarse && saw.hi > 0 && saw.last >= saw.drop {
 		if from := max(lo, saw.drop); from == lo && slowShortRead {
-			v.slowing = slowShort
+			v.slowRamp = slowShort
 		} else {
-			v.slowing = sc.slowing(xs[from:], ps[from:], v.sig, sigma)
+			v.slowRamp = sc.slowing(xs[from:], ps[from:], v.sig, sigma)
 		}
-		v.slowRamp = v.slowing
+		v.slowing = v.slowing || v.slowRamp
 	}
 	if coarse {
 		// NVML's view: the allocator cache's high-water mark steps up by segments as

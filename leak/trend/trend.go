@@ -1234,10 +1234,10 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// Kept past that too, a cache filling on a collector's server (its first
 			// minutes outrun the ramps, and the collection before it is a fall) paged at
 			// the fast rule's confirming close and stayed `leak` for up to 20 minutes
-			// (vram_eval -stress, x_gc_sawtooth_cache_fill: 65 → 61 of 100 false verdicts,
-			// 55 → 50 fired, no leak slower; read on the envelope too, 59 and 45, but seed
-			// 85 above, flagged after 6m32s, went `steady` and `cache_growth` by turns
-			// and was flagged 7 minutes later).
+			// (vram_eval -stress, x_gc_sawtooth_cache_fill: 65 → 60 of 100 false verdicts,
+			// 55 → 45 fired, no leak slower; on any slowing, the envelope's too, 59 and 45,
+			// but seed 85 above, flagged after 6m32s, went `steady` and `cache_growth` by
+			// turns and was flagged 7 minutes later).
 			// - Growth found on that line past a sawtooth (see steepSaw), which had to
 			//   outrun the ramps so to start.
 			// - Growth on a series whose floor fell within the short window (fell: a
