@@ -366,25 +366,32 @@ func seedList(s []uint64) string {
 // GPU forecast lines) as a table: the way to see why a seed of the sweep scored as it did.
 // load has the client report its requests in flight (SweepOptions.Load).
 func ShowClass(name string, seed uint64, load bool, cfg trend.Config, w io.Writer) error {
-	for _, c := range append(Classes(), Stress()...) {
-		if c.Name != name {
-			continue
-		}
-		s := c.Make(seed)
-		s.ReportsLoad = load
-		var buf bytes.Buffer
-		if err := Generate(s, &buf); err != nil {
-			return err
-		}
-		l := s.Label()
-		tcfg, err := l.Trend.Apply(cfg)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "%s seed %d: %s; onset %s, rate %.3g MiB/min, stop %s, cadence %s\n", name, seed, c.Note,
-			fmtDur(time.Duration(l.OnsetSeconds*float64(time.Second))), l.RateMiBPerMin,
-			fmtDur(time.Duration(l.StopSeconds*float64(time.Second))), fmtDur(s.Cadence))
-		return showBytes(buf.Bytes(), tcfg, w)
+	c, ok := classNamed(name)
+	if !ok {
+		return fmt.Errorf("no class called %q; `vram_eval -seeds 1` lists the classes, `-stress -seeds 1` those outside the built ranges", name)
 	}
-	return fmt.Errorf("no class called %q; `vram_eval -seeds 1` lists the classes, `-stress -seeds 1` those outside the built ranges", name)
+	s := c.Make(seed)
+	s.ReportsLoad = load
+	var buf bytes.Buffer
+	if err := Generate(s, &buf); err != nil {
+		return err
+	}
+	l := s.Label()
+	tcfg, err := l.Trend.Apply(cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s seed %d: %s; onset %s, rate %.3g MiB/min, stop %s, cadence %s\n", name, seed, c.Note,
+		fmtDur(time.Duration(l.OnsetSeconds*float64(time.Second))), l.RateMiBPerMin,
+		fmtDur(time.Duration(l.StopSeconds*float64(time.Second))), fmtDur(s.Cadence))
+	return showBytes(buf.Bytes(), tcfg, w)
+}
+
+// classNamed is the class, built or outside the built ranges (Stress), called name.
+func classNamed(name string) (Class, bool) {
+	all := append(Classes(), Stress()...)
+	if i := slices.IndexFunc(all, func(c Class) bool { return c.Name == name }); i >= 0 {
+		return all[i], true
+	}
+	return Class{}, false
 }

@@ -908,12 +908,12 @@ func TestSlowRiseLostIdleSaid(t *testing.T) {
 // not only where the verdict changed.
 func reasonsOf(t *testing.T, class string, seed uint64) []string {
 	t.Helper()
-	i := slices.IndexFunc(append(Classes(), Stress()...), func(c Class) bool { return c.Name == class })
-	if i < 0 {
+	c, ok := classNamed(class)
+	if !ok {
 		t.Fatalf("no class %s", class)
 	}
 	var buf bytes.Buffer
-	if err := Generate(append(Classes(), Stress()...)[i].Make(seed), &buf); err != nil {
+	if err := Generate(c.Make(seed), &buf); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := trend.NewEngine(trend.DefaultConfig())

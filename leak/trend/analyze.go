@@ -467,8 +467,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			// its newest quarter rising: see track's slowOK and slowStart), the one place
 			// that reads it: a series already growing or whose line does not qualify pays
 			// nothing for exactFit's repeated medians over the long window.
-			if !coarse && v.envLong.slope/b >= e.cfg.SlowRate && v.envLong.r2 >= e.cfg.MinFit && v.envLong.rise >= v.sigLong && !v.decel &&
-				v.recent.ok && v.recent.slope/b >= e.cfg.SlowRate/2 && v.recent.rise >= v.sigRecent {
+			if !coarse && v.slowRises(b, e.cfg.SlowRate, e.cfg.MinFit) && v.recent.rise >= v.sigRecent {
 				v.noisyLong = sc.noisyLong(xs[slo:], fs[slo:], nl, e.cfg.SlowRate*b, sigma)
 			}
 		}
@@ -1899,6 +1898,15 @@ func (s *sawCycles) ramp(xs, ps []float64, sig float64) bool {
 	}
 	pace := rise / d
 	return pace >= s.lo/steadyRise && pace <= steadyRise*s.hi && rise <= sawReach*s.top && d <= sawReach*s.long
+}
+
+// slowRises is the slow rule's line (see track): the long window's envelope rises at
+// rate (bytes per second; b the bucket's seconds) or more with R² fit, by more than
+// sigLong, without decelerating, and its newest quarter still rises at rate/2. Shared by
+// the rule and by analyze, which reads the loud floors' test only where it holds.
+func (v *view) slowRises(b, rate, fit float64) bool {
+	f := v.envLong
+	return f.ok && f.slope/b >= rate && f.r2 >= fit && f.rise >= v.sigLong && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2
 }
 
 // ownNoise measures f, a fit of ys, against the scatter of ys about its own line

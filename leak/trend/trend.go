@@ -1030,7 +1030,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	stopped := v.still.stopped(v.envLong, v.sig, cfg.MinRate*b)
 	stoppedRest := v.stillRest.stopped(v.atRestLong, v.sig, cfg.MinRate*b)
 	slowOK := func(rate, fit float64) bool {
-		return slowLine(v.envLong, v.sigLong, rate, fit) && !v.decel && v.recent.ok && v.recent.slope/b >= rate/2 && !stopped
+		return longOK && v.slowRises(b, rate, fit) && !stopped
 	}
 	// To start, the newest quarter must rise by sig itself, as the whole window must: a
 	// server whose load climbed for an hour and holds its peak has a long envelope that
