@@ -345,5 +345,22 @@ func Stress() []Class {
 			headroom := uniform(r, 1024, 4096)
 			nearFull(r, s, headroom, headroom*uniform(r, 0.5, 0.9))
 		})
+	// Round 35's probe: load_diurnal's day with small requests (an embedding or
+	// classification service) sampled every 1–2 s. Once few samples are idle, a bucket's
+	// floor is the least of 30–60 draws of one or two small requests, a few MiB over the
+	// floor and as exact as a floor at rest, and it climbs with the load while the buckets
+	// that still had an idle moment stay at the floor under it.
+	small := func(r *rand.Rand, s *Spec) {
+		s.Traffic = &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
+			Peak: uniform(r, 4, 40), Req: uniform(r, 10, 40)}
+		s.Cadence = []time.Duration{time.Second, 2 * time.Second}[r.IntN(2)]
+	}
+	add("load_diurnal_small", "load_diurnal's traffic with requests of 10–40 MiB, sampled every 1–2 s", false, small)
+	add("load_diurnal_small_leak", "the same over a leak of 2–20 MiB/min from 10 min before the climb to half way up it", true,
+		func(r *rand.Rand, s *Spec) {
+			small(r, s)
+			s.Leak, s.Rate = LinearLeak, uniform(r, 2, 20)
+			s.Onset = s.Traffic.At + minutes(uniform(r, -10, s.Traffic.Rise.Minutes()/2))
+		})
 	return out
 }
