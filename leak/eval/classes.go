@@ -254,20 +254,13 @@ func Classes() []Class {
 	// A day's traffic on a server that allocates per request: once the server has no
 	// idle moment left, its floor is the least load in flight and climbs with the load for
 	// an hour, as smoothly as a slow leak (see Traffic).
-	diurnal := func(r *rand.Rand, s *Spec) {
-		s.Traffic = &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
-			Peak: uniform(r, 4, 40), Req: uniform(r, 20, 300)}
-	}
+	diurnal := func(r *rand.Rand, s *Spec) { s.Traffic = day(r, 20, 300) }
 	add("load_diurnal", "traffic that climbs for 30–90 min to a mean of 4–40 requests in flight of 20–300 MiB each, holds 10–40 min and falls back: the floor rises with the load once no bucket has an idle moment", false, diurnal)
 	// Its twin: a leak under the same day, from before the climb to well into it, so
 	// that the test of idle moments, which holds a rise while the server is never idle,
 	// is measured on what it costs a leak.
 	add("load_diurnal_leak", "the same traffic over a leak of 2–20 MiB/min from 10 min before the climb to half way up it", true,
-		func(r *rand.Rand, s *Spec) {
-			diurnal(r, s)
-			s.Leak, s.Rate = LinearLeak, uniform(r, 2, 20)
-			s.Onset = s.Traffic.At + minutes(uniform(r, -10, s.Traffic.Rise.Minutes()/2))
-		})
+		func(r *rand.Rand, s *Spec) { diurnal(r, s); leakInClimb(r, s) })
 
 	// Long generations on a server that allocates each request's key-value cache as it
 	// goes: while one runs its cache grows with every token, smoothly and steeply
@@ -387,6 +380,20 @@ func withLeak(base func(r *rand.Rand, s *Spec), lo, hi, onLo, onHi float64) func
 
 // busy is a server mid-request in 85–95 % of its samples, with up to 1–4 GiB of
 // activations and up to 64 MiB of floor jitter: consecutive buckets without an idle moment.
+// day is a day's traffic (see Traffic): it climbs from minute 15–40 over 30–90 min to a
+// mean of 4–40 requests in flight of reqLo–reqHi MiB each, holds 10–40 min and falls back.
+func day(r *rand.Rand, reqLo, reqHi float64) *Traffic {
+	return &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
+		Peak: uniform(r, 4, 40), Req: uniform(r, reqLo, reqHi)}
+}
+
+// leakInClimb puts a leak of 2–20 MiB/min under s's day of traffic, from 10 min before
+// the climb to half way up it.
+func leakInClimb(r *rand.Rand, s *Spec) {
+	s.Leak, s.Rate = LinearLeak, uniform(r, 2, 20)
+	s.Onset = s.Traffic.At + minutes(uniform(r, -10, s.Traffic.Rise.Minutes()/2))
+}
+
 func busy(r *rand.Rand, s *Spec) {
 	s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
 }

@@ -351,16 +351,10 @@ func Stress() []Class {
 	// floor and as exact as a floor at rest, and it climbs with the load while the buckets
 	// that still had an idle moment stay at the floor under it.
 	small := func(r *rand.Rand, s *Spec) {
-		s.Traffic = &Traffic{At: minutes(uniform(r, 15, 40)), Rise: minutes(uniform(r, 30, 90)), Hold: minutes(uniform(r, 10, 40)),
-			Peak: uniform(r, 4, 40), Req: uniform(r, 10, 40)}
-		s.Cadence = []time.Duration{time.Second, 2 * time.Second}[r.IntN(2)]
+		s.Traffic, s.Cadence = day(r, 10, 40), []time.Duration{time.Second, 2 * time.Second}[r.IntN(2)]
 	}
 	add("load_diurnal_small", "load_diurnal's traffic with requests of 10–40 MiB, sampled every 1–2 s", false, small)
 	add("load_diurnal_small_leak", "the same over a leak of 2–20 MiB/min from 10 min before the climb to half way up it", true,
-		func(r *rand.Rand, s *Spec) {
-			small(r, s)
-			s.Leak, s.Rate = LinearLeak, uniform(r, 2, 20)
-			s.Onset = s.Traffic.At + minutes(uniform(r, -10, s.Traffic.Rise.Minutes()/2))
-		})
+		func(r *rand.Rand, s *Spec) { small(r, s); leakInClimb(r, s) })
 	return out
 }
