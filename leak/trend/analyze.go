@@ -680,17 +680,19 @@ func (s *scratch) exactFit(xs, fs []float64, span int64, sigma float64) fitResul
 		return fitResult{}
 	}
 	// Nor where a floor lies under the line, by more than the tolerance, lower than a
-	// level the floors on the line reached before it: a bucket's floor is wrong only upwards (load in
-	// flight), and a leak's memory stays, so its floors at rest never come back under a
-	// level they reached (a leak whose pace follows the traffic, or that stopped, leaves
-	// floors under a line through a third of them, but not under their own past; the
-	// floors before its onset lie under its line, but before it rose). Where requests are
-	// small and samples many (every 1–2 s), a bucket without an idle moment has as its
-	// floor the least of some thirty draws of one or two small requests, a few MiB up and
-	// as exact as a floor at rest; as the load climbs, a third of the buckets line up on
-	// that least load in flight, while those that still had an idle moment lie at the
-	// floor under it (TestSmallRequestsClimb: 5 of 20 climbs paged without this;
-	// vram_eval load_diurnal seeds 2021 and 2026).
+	// level the floors on the line reached before it: a bucket's floor is wrong only
+	// upwards (load in flight), and a leak's memory stays, so its floors at rest never
+	// come back under a level they reached (a leak whose pace follows the traffic, or
+	// that stopped, leaves floors under a line through a third of them, but not under
+	// their own past; the floors before its onset lie under its line, but before it
+	// rose). Where requests are small and samples many (every 1–2 s), a bucket without an
+	// idle moment has as its floor the least of some thirty draws of one or two small
+	// requests, a few MiB up and as exact as a floor at rest; as the load climbs, a third
+	// of the buckets line up on that least load in flight, while those that still had an
+	// idle moment lie at the floor under it (TestSmallRequestsClimb: 5 of 20 climbs paged
+	// without this; vram_eval load_diurnal seeds 2021 and 2026). A leak under such
+	// traffic whose idle buckets are too few for a line of their own waits for the slow
+	// rule (load_diurnal_leak seed 99: it had been flagged on the line above them).
 	// A level is reached where two floors on the line in a row (of those on it) stand at
 	// it or higher: one may be a bucket that a request spanned, on the line by chance
 	// (vram_eval -stress, x_leak_per_request seed 44 was missed on one).
