@@ -378,8 +378,6 @@ func withLeak(base func(r *rand.Rand, s *Spec), lo, hi, onLo, onHi float64) func
 	}
 }
 
-// busy is a server mid-request in 85–95 % of its samples, with up to 1–4 GiB of
-// activations and up to 64 MiB of floor jitter: consecutive buckets without an idle moment.
 // day is a day's traffic (see Traffic): it climbs from minute 15–40 over 30–90 min to a
 // mean of 4–40 requests in flight of reqLo–reqHi MiB each, holds 10–40 min and falls back.
 func day(r *rand.Rand, reqLo, reqHi float64) *Traffic {
@@ -394,6 +392,8 @@ func leakInClimb(r *rand.Rand, s *Spec) {
 	s.Onset = s.Traffic.At + minutes(uniform(r, -10, s.Traffic.Rise.Minutes()/2))
 }
 
+// busy is a server mid-request in 85–95 % of its samples, with up to 1–4 GiB of
+// activations and up to 64 MiB of floor jitter: consecutive buckets without an idle moment.
 func busy(r *rand.Rand, s *Spec) {
 	s.Busy, s.ActPeak, s.FloorJit = uniform(r, 0.85, 0.95), uniform(r, 1024, 4096), uniform(r, 2, 64)
 }
