@@ -74,10 +74,21 @@ func Stress() []Class {
 			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
 			leakFor(100, 1000, 30, 60, 30*time.Minute)(r, s)
 		})
+	sawFill := func(r *rand.Rand, s *Spec) (start, tau float64) {
+		s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
+		budget := uniform(r, 512, 8192)
+		start, tau = uniform(r, 1, 20), uniform(r, 3, 15)
+		fillSteps(s, budget, start, tau, 300)
+		return start, tau
+	}
 	add("gc_sawtooth_cache_fill", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) and a cache of 0.5–8 GiB filling as 1 − e^(−t/τ), τ 3–15 min, from minute 1–20 (as cache_fill_smooth): steeper than the ramps at first, then full", false,
+		func(r *rand.Rand, s *Spec) { sawFill(r, s) })
+	// Its twin, as cache_fill_smooth_leak is the fill's: what a test that excuses a fill
+	// under the sawtooth costs a leak that follows it.
+	add("gc_sawtooth_cache_fill_leak", "the same sawtooth and fill over a leak of 2–20 MiB/min from two to four τ into the fill", true,
 		func(r *rand.Rand, s *Spec) {
-			s.GCRate, s.GCAt = uniform(r, 5, 60), gcTimes(r, 6, 14, s.Duration)
-			fillSteps(s, uniform(r, 512, 8192), uniform(r, 1, 20), uniform(r, 3, 15), 300)
+			start, tau := sawFill(r, s)
+			s.Leak, s.Rate, s.Onset = LinearLeak, uniform(r, 2, 20), minutes(start+tau*uniform(r, 2, 4))
 		})
 	add("gc_sawtooth_leak_stops", "the issue's sawtooth (5–60 MiB/min freed every 6–14 min) over a leak of 2–30 MiB/min that stops after 20–60 min", true,
 		func(r *rand.Rand, s *Spec) {
