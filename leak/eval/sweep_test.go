@@ -635,6 +635,16 @@ func TestSteepPastSawtooth(t *testing.T) {
 	quietSeeds(t, "x_gc_sawtooth_cache_fill", 60)
 }
 
+// TestFillTailUnderSawtooth: a cache whose fill under a collector's sawtooth slows to a
+// few MiB a cycle lifts each trough by less than the troughs' noise over the one before,
+// and the envelope a cycle behind fits a line (x_gc_sawtooth_cache_fill seed 18: `leak`
+// for 24 minutes at 2.85 MiB/min, 1h26m into the trace; seed 36, 10 MiB/min on the
+// troughs, for 9 minutes). Over the span the envelope is judged on, the troughs' pace
+// fell by more than half (trend's troughsSlow, round 36).
+func TestFillTailUnderSawtooth(t *testing.T) {
+	quietSeeds(t, "x_gc_sawtooth_cache_fill", 18, 36)
+}
+
 // TestRunConfirmedOverTwoBuckets: the fast rule's run clear of load on a roomy GPU must
 // still rise at the next bucket's close (trend's confirmRoomy). On a server seldom idle
 // a bucket without an idle moment holds its floor up by the least load in flight, and

@@ -68,7 +68,7 @@ func TestRisingTroughs(t *testing.T) {
 	}
 	tr := []int{5, 12, 19}
 	saw := &sawCycles{drop: 19, top: 40, long: 7} // ramps of 40 over 6–7 buckets
-	r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[0], saw)
+	r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[0], xs[0], saw)
 	if !r.rising || !r.held || r.stopped() || r.halted {
 		t.Fatalf("three troughs rising by 2 sig: %+v, want rising and held", r)
 	}
@@ -79,37 +79,37 @@ func TestRisingTroughs(t *testing.T) {
 	// from it is not one; the newest two still rise.
 	low := slices.Clone(ps)
 	low[9] = 80
-	if r := risingTroughs(tr, xs, low, make([]float64, len(xs)), sig, xs[0], saw); r.rising || !r.held {
+	if r := risingTroughs(tr, xs, low, make([]float64, len(xs)), sig, xs[0], xs[0], saw); r.rising || !r.held {
 		t.Errorf("a floor below the oldest trough after it: %+v, want held, not rising", r)
 	}
 	// Below the middle one after it: the troughs say nothing.
 	low = slices.Clone(ps)
 	low[15] = 105
-	if r := risingTroughs(tr, xs, low, make([]float64, len(xs)), sig, xs[0], saw); r != (troughRise{}) {
+	if r := risingTroughs(tr, xs, low, make([]float64, len(xs)), sig, xs[0], xs[0], saw); r != (troughRise{}) {
 		t.Errorf("a floor below the middle trough after it: %+v, want nothing read", r)
 	}
 	// The newest trough one bucket old: a drop still under way; the two before say.
-	if r := risingTroughs(tr, xs[:20], ps[:20], make([]float64, len(xs[:20])), sig, xs[0], saw); r.rising || !r.held {
+	if r := risingTroughs(tr, xs[:20], ps[:20], make([]float64, len(xs[:20])), sig, xs[0], xs[0], saw); r.rising || !r.held {
 		t.Errorf("the newest trough one bucket old: %+v, want held on the two before, not rising", r)
 	}
 	// The newest collection back no higher than the one before, after a rise by sig.
 	flat := slices.Clone(ps)
 	flat[19] = 124
-	if r := risingTroughs(tr, xs, flat, make([]float64, len(xs)), sig, xs[0], saw); r.rising || r.held || !r.stopped() || !r.halted {
+	if r := risingTroughs(tr, xs, flat, make([]float64, len(xs)), sig, xs[0], xs[0], saw); r.rising || r.held || !r.stopped() || !r.halted {
 		t.Errorf("a trough 4 above the one before, after a rise of 20: %+v, want stopped and halted", r)
 	}
 	// A fall by sig after the newest trough that no cycle registered: stale.
-	if r := risingTroughs(tr[:2], xs, ps, make([]float64, len(xs)), sig, xs[0], &sawCycles{drop: 19, top: 40, long: 7}); r != (troughRise{}) {
+	if r := risingTroughs(tr[:2], xs, ps, make([]float64, len(xs)), sig, xs[0], xs[0], &sawCycles{drop: 19, top: 40, long: 7}); r != (troughRise{}) {
 		t.Errorf("a fall after the newest trough: %+v, want nothing read", r)
 	}
 	// The floor since the newest trough risen more than twice the highest ramp: stale.
 	steep := slices.Clone(ps)
 	steep[21] = 140 + 81
-	if r := risingTroughs(tr, xs, steep, make([]float64, len(xs)), sig, xs[0], saw); r != (troughRise{}) {
+	if r := risingTroughs(tr, xs, steep, make([]float64, len(xs)), sig, xs[0], xs[0], saw); r != (troughRise{}) {
 		t.Errorf("a ramp more than twice the highest since the newest trough: %+v, want nothing read", r)
 	}
 	// The rise began before the warm-up's end.
-	if r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[13], saw); r.rising {
+	if r := risingTroughs(tr, xs, ps, make([]float64, len(xs)), sig, xs[13], xs[0], saw); r.rising {
 		t.Errorf("the middle trough before since: %+v, want not rising", r)
 	}
 	if r.slowing {
@@ -125,15 +125,69 @@ func TestRisingTroughs(t *testing.T) {
 	for i := 19; i < len(fill); i++ {
 		fill[i] += 2
 	}
-	if r := risingTroughs(tr, xs, fill, make([]float64, len(xs)), sig, xs[0], &sawCycles{drop: 19, top: 80, long: 7}); !r.rising || !r.slowing {
+	if r := risingTroughs(tr, xs, fill, make([]float64, len(xs)), sig, xs[0], xs[0], &sawCycles{drop: 19, top: 80, long: 7}); !r.rising || !r.slowing {
 		t.Errorf("troughs rising by 60 then by 22: %+v, want rising and slowing", r)
 	}
 	near := slices.Clone(ps)
 	for i := 12; i < len(near); i++ {
 		near[i] += 8
 	}
-	if r := risingTroughs(tr, xs, near, make([]float64, len(xs)), sig, xs[0], &sawCycles{drop: 19, top: 80, long: 7}); !r.rising || r.slowing {
+	if r := risingTroughs(tr, xs, near, make([]float64, len(xs)), sig, xs[0], xs[0], &sawCycles{drop: 19, top: 80, long: 7}); !r.rising || r.slowing {
 		t.Errorf("troughs rising by 28 then by 20 (paces within the noise): %+v, want rising, not slowing", r)
+	}
+}
+
+// TestTroughsSlow: over the span the envelope is judged on, and the trough before it,
+// troughs whose newer half rose at under steadyPace of the older half's pace, by more
+// than their noise, are a fill's tail; a leak's, at its pace from its onset, are not.
+func TestTroughsSlow(t *testing.T) {
+	const sig = 62.0
+	all := func(int) bool { return true }
+	xs := make([]float64, 120)
+	for i := range xs {
+		xs[i] = float64(i - len(xs) + 1)
+	}
+	at := func(pts ...float64) ([]int, []float64) { // pairs of (x, trough)
+		ps := make([]float64, len(xs))
+		var tr []int
+		for k := 0; k < len(pts); k += 2 {
+			i := int(pts[k]) + len(xs) - 1
+			tr, ps[i] = append(tr, i), pts[k+1]
+		}
+		return tr, ps
+	}
+	// The tail of a cache's fill under a collector's sawtooth (x_gc_sawtooth_cache_fill
+	// seed 18): troughs up 156, 39 and 21 MiB over 27, 24 and 15 buckets. The newest two
+	// gaps differ by less than their noise; the span's halves do not.
+	tr, ps := at(-112, 6564, -85, 6694, -58, 6850, -34, 6889, -19, 6910)
+	if !troughsSlow(tr, xs, ps, sig, -63, all) {
+		t.Errorf("a fill's tail (5.8 then 1.5 MiB a bucket): not slow")
+	}
+	// The trough before the span stands in for the envelope at its start; without it
+	// the span's troughs rise at 1.6 and 1.4 MiB a bucket, within the noise.
+	if troughsSlow(tr[2:], xs, ps, sig, -63, all) {
+		t.Errorf("troughs up 39 then 21 over 24 and 15 buckets: slow")
+	}
+	// Nor past a trough the floor fell back below since: the rise is not one.
+	if troughsSlow(tr, xs, ps, sig, -63, func(i int) bool { return i != tr[1] }) {
+		t.Errorf("the trough before the span not kept: slow")
+	}
+	// A leak under the sawtooth: its troughs rise at its pace, give or take the noise
+	// (half of sig each way), whichever way the noise falls.
+	for _, noise := range [][4]float64{{0, 0, 0, 0}, {-31, 31, 31, -31}, {31, 31, -31, -31}, {-31, -31, 31, 31}} {
+		pace := 3.0 // MiB a bucket
+		tr, ps := at(-100, 5000+noise[0], -75, 5000+25*pace+noise[1], -50, 5000+50*pace+noise[2], -20, 5000+80*pace+noise[3])
+		if troughsSlow(tr, xs, ps, sig, -80, all) {
+			t.Errorf("a leak of %v MiB a bucket, troughs off its line by %v: slow", pace, noise)
+		}
+	}
+	// A leak that began within the span: its older half is the slower.
+	if tr, ps := at(-100, 5000, -75, 5000, -50, 5100, -20, 5250); troughsSlow(tr, xs, ps, sig, -80, all) {
+		t.Errorf("a leak from the middle of the span: slow")
+	}
+	// Two troughs say nothing of a pace that changed.
+	if tr, ps := at(-60, 5000, -20, 5010); troughsSlow(tr, xs, ps, sig, -80, all) {
+		t.Errorf("two troughs: slow")
 	}
 }
 

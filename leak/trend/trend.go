@@ -1050,8 +1050,11 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 	// A rise that is the next ramp of the series' sawtooth (see sawCycles.ramp) is held
 	// too, unless filling: it is judged on the troughs when the collection comes.
 	saw := v.sawRamp && !filling
-	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing
-	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing
+	// Neither starts where the troughs of a collector's sawtooth rise ever slower over
+	// the span the envelope is judged on (see troughsSlow): the envelope lags them by a
+	// cycle, and fits the line of a fill's tail that they no longer rise along.
+	shortRise := e.qualifies(v.judge) && (v.judge.slope/b < cfg.FastRate || !v.falls) && !v.stretched && !v.slowing && !v.troughs.filling
+	halfRise := e.qualifies(v.half) && v.half.rise >= v.sig && v.halfSmooth && v.half.slope/b < cfg.FastRate && !v.stretched && !v.slowing && !v.troughs.filling
 	// Floors the client said were at rest that rise as a line free a rise the lost idle
 	// moments would hold: load does not lift them.
 	atRest := e.qualifies(v.atRest)
@@ -1123,7 +1126,7 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// load_ramp traces and TestSaturatedBurst paged; with it no new false alarm on any
 			// class). Not on a stretched rise either (see above).
 			*g = growState{rule: ruleShort, since: now, slope: v.half.slope / b, fit: v.half.r2, line: v.line, early: true}
-		case v.troughs.rising && !v.troughs.slowing && v.troughs.slope/b >= cfg.MinRate && !held:
+		case v.troughs.rising && !v.troughs.slowing && !v.troughs.filling && v.troughs.slope/b >= cfg.MinRate && !held:
 			// Under a collector's sawtooth the judged window is three envelope widths, and
 			// its robust line turns only once the leak holds more than half of it: a leak
 			// of 1–20 MiB/min under the sawtooth was flagged 32 minutes after its
@@ -1135,7 +1138,9 @@ func (e *Engine) track(g *growState, v *view, now time.Time, urgent, filling, yo
 			// Not where the newest trough rose at under steadyPace of the one before's
 			// pace (see troughRise.slowing): a cache filling on such a server lifts
 			// the troughs ever less (vram_eval -stress, x_gc_sawtooth_cache_fill seed 4:
-			// 1,452 MiB over 28 buckets, then 195 over 20, paged for 18 minutes).
+			// 1,452 MiB over 28 buckets, then 195 over 20, paged for 18 minutes); nor
+			// where they rise ever slower over the span the envelope is judged on (see
+			// troughsSlow), which also holds the short rule's starts above.
 			*g = growState{rule: ruleTrough, since: now, slope: v.troughs.slope / b, fit: 1}
 		case v.idleLost && atRest && !filling && !v.slowing:
 			// The rise the lost idle moments hid, on the floors at rest (see restFit; where
