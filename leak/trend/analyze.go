@@ -296,11 +296,14 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 		}
 	}
 	v.sawRamp, v.floor = saw.ramp(xs, ps, v.sig), ps[n-1]
+	// The judged window: the short window, or three envelope widths if longer, so that
+	// a trend under a sawtooth is seen across at least three of its cycles; and the span
+	// a rise's slowing is read over, on the envelope and on the troughs (troughsSlow):
+	// two short windows, or the judged window if longer.
+	nj := min(max(ns, 3*v.w), nl)
+	nSlow := min(max(2*ns, nj), nl)
 	if !coarse {
-		// The span the troughs' fill is read over: the one the envelope's slowing is
-		// read over (two short windows, or the judged window if longer), see troughsSlow.
-		span := min(max(2*ns, 3*v.w), nl)
-		v.troughs = risingTroughs(sc.tr, xs, ps, grow(&sc.held, n), v.sig, float64(since-h.last), -float64(span), &saw)
+		v.troughs = risingTroughs(sc.tr, xs, ps, grow(&sc.held, n), v.sig, float64(since-h.last), -float64(nSlow), &saw)
 	}
 	for i := n - 1; saw.hi > 0 && i > 0 && xs[i] > -float64(ns) && !v.fell; i-- {
 		v.fell = fs[i] < fs[i-1]-v.sig
@@ -359,9 +362,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	bx, by := blocks(xs, ps, longBlocks, &sc.bx, &sc.by)
 	v.long = sc.robustFit(bx, by, sigma)
 
-	// The judged window: the short window, or three envelope widths if longer, so that
-	// a trend under a sawtooth is seen across at least three of its cycles.
-	nj := min(max(ns, 3*v.w), nl)
+	// The judged window (nj, above).
 	jlo := n
 	for jlo > 0 && xs[jlo-1] > -float64(nj) {
 		jlo--
@@ -371,7 +372,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	v.twoWay = twoWay(xs[jlo:], ps[jlo:], v.sig)
 	// Whether it rises ever slower, judged over two short windows (see slowing).
 	slo2 := n
-	for slo2 > 0 && xs[slo2-1] > -float64(min(max(2*ns, nj), nl)) {
+	for slo2 > 0 && xs[slo2-1] > -float64(nSlow) {
 		slo2--
 	}
 	v.slowing = !coarse && sc.slowing(xs[slo2:], env[slo2:], v.sig, sigma)

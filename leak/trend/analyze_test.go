@@ -138,7 +138,7 @@ func TestRisingTroughs(t *testing.T) {
 }
 
 // TestTroughsSlow: over the span the envelope is judged on, and the trough before it,
-// troughs whose newer half rose at under steadyPace of the older half's pace, by more
+// troughs whose newer half rose at under fillPace of the older half's pace, by more
 // than their noise, are a fill's tail; a leak's, at its pace from its onset, are not.
 func TestTroughsSlow(t *testing.T) {
 	const sig = 62.0
