@@ -457,7 +457,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 			v.still = lastRise(xs[slo:], ps[slo:], grow(&sc.held, n-slo), v.sig, heldFor(ns))
 		}
 		if v.envLong.ok && v.envLong.slope/b >= e.cfg.SlowRate/2 {
-			v.decel = sc.decelerates(ex, ey)
+			v.decel = sc.decelerates(ex, ey, v.sigLong)
 			qlo := n
 			for qlo > slo && xs[qlo-1] > -float64(max(nl/4, ns)) {
 				qlo--
@@ -1756,16 +1756,62 @@ func lastRise(x, y, held []float64, tol float64, recent int64) standstill {
 }
 
 // decelerates reports whether the newer half of (x, y) rises at less than half the pace
-// of its older half (repeated-median slopes): a cache that fills to a budget slows down
-// as it fills, a leak does not.
-func (s *scratch) decelerates(x, y []float64) bool {
+// of its older half: a cache that fills to a budget slows down as it fills, a leak does
+// not. Each half's pace is read two ways, and either slowing by half counts:
+//   - its repeated-median slope, which a few busy points do not move;
+//   - its rise from end to end (the median of its first and of its last third), by sig or
+//     more in the older half, and more than twice the newer half's by sig. A fill that began part way into the older half leaves most
+//     of that half level before it, and the repeated median reads the fill's steep points
+//     as outliers of that level: its slope was 0, and a cache of 7.7 GiB that filled in
+//     twenty minutes, then crept a GiB more over the next thirty under a collector's
+//     sawtooth, fitted the long window's line at 0.87 and paged on the slow rule for 20
+//     minutes (x_gc_sawtooth_cache_fill seed 12, and seeds 2 and 16 likewise). A leak
+//     that began in the older half rises more in the newer one, which has it throughout.
+func (s *scratch) decelerates(x, y []float64, sig float64) bool {
 	h := len(x) / 2
 	if h < minPoints/2+1 {
 		return false
 	}
 	older := s.repeatedMedian(x[:h], y[:h])
 	newer := s.repeatedMedian(x[h:], y[h:])
-	return older > 0 && newer < older/2
+	if older > 0 && newer < older/2 {
+		return true
+	}
+	ro, so := endRise(x[:h], y[:h])
+	rn, sn := endRise(x[h:], y[h:])
+	if ro < sig || so <= 0 || sn <= 0 {
+		return false
+	}
+	// The newer half's rise at the older half's span, under half the older's by more
+	// than the noise: a leak's halves differ by the noise alone.
+	return rn*so/sn < (ro-sig)/2
+}
+
+// endRise is how far y rose from its first third to its last (the median of each, so one
+// busy point does not move it), and the span of x between the thirds' middles.
+func endRise(x, y []float64) (rise, span float64) {
+	k := max(1, len(y)/3)
+	n := len(y)
+	rise = medianSmall(y[n-k:]) - medianSmall(y[:k])
+	return rise, (x[n-1]+x[n-k])/2 - (x[k-1]+x[0])/2
+}
+
+// medianSmall is the median of v (at most 16 values) without reordering v or
+// allocating: decelerates runs at every close where the slow rule could apply.
+func medianSmall(v []float64) float64 {
+	var buf [16]float64
+	n := min(len(v), len(buf))
+	for i := range n {
+		j := i
+		for ; j > 0 && buf[j-1] > v[i]; j-- {
+			buf[j] = buf[j-1]
+		}
+		buf[j] = v[i]
+	}
+	if n%2 == 1 {
+		return buf[n/2]
+	}
+	return (buf[n/2-1] + buf[n/2]) / 2
 }
 
 // signCritical is the smallest number of rises among n changes that a fair coin

@@ -444,3 +444,69 @@ func TestNoisyLong(t *testing.T) {
 		}
 	}
 }
+
+// A cache that began filling part way into the long window's older half leaves most of
+// that half level, and the repeated median reads the fill's steep points as outliers of
+// that level: the older half's robust slope is 0, and only its rise says the window slows
+// (x_gc_sawtooth_cache_fill seed 12: the long window's envelope, in blocks, when the slow
+// rule paged for 20 minutes). A leak from any onset in the window, under noise of a
+// quarter of sig, does not slow by the halves' rises: its newer half has it throughout,
+// its older half at most in part.
+func TestDeceleratesAfterLevel(t *testing.T) {
+	var sc scratch
+	seed12 := []float64{7.4002401e+07, 7.4002401e+07, 7.1444462e+07, 7.1444462e+07, 7.1444462e+07, 7.1444462e+07,
+		2.9246673e+08, 2.726894347e+09, 4.485483974e+09, 5.850307289e+09, 6.222516836e+09, 6.96335536e+09,
+		7.452782869e+09, 7.665634898e+09, 7.676967133e+09, 7.936102424e+09, 7.936102424e+09, 8.064671227e+09,
+		8.095904769e+09, 8.095904769e+09, 8.095904769e+09}
+	x := make([]float64, len(seed12))
+	for i := range x {
+		x[i] = -120 + float64(i)*5.9
+	}
+	const sig = 64 * mib
+	h := len(x) / 2
+	if older := sc.repeatedMedian(x[:h], seed12[:h]); older > 0 {
+		t.Fatalf("the older half's repeated median is %v, not 0: the case does not test the rise", older)
+	}
+	if !sc.decelerates(x, seed12, sig) {
+		t.Errorf("seed 12's envelope: a fill from a level older half, creeping after: not decelerating")
+	}
+	r := rand.New(rand.NewPCG(12, 1))
+	// Fills whose steep part is in the older half (τ in blocks, from block start); one
+	// that starts later is mostly in the newer half, which the halves cannot tell.
+	for _, c := range []struct {
+		tau  float64
+		last int
+	}{{1, 6}, {2, 6}, {4, 4}} {
+		for start := 2; start <= c.last; start++ {
+			y := make([]float64, len(x))
+			for i := range y {
+				y[i] = 500*mib + r.NormFloat64()*sig/4
+				if t := float64(i - start); t > 0 {
+					y[i] += 4096 * mib * (1 - math.Exp(-t/c.tau))
+				}
+			}
+			if !sc.decelerates(x, y, sig) {
+				t.Errorf("a 4 GiB fill, τ %v blocks, from block %d: not decelerating", c.tau, start)
+			}
+		}
+	}
+	for onset := 0; onset < len(x)-3; onset++ {
+		for _, rate := range []float64{5, 20, 100} { // MiB a block
+			for rep := range 20 {
+				y := make([]float64, len(x))
+				for i := range y {
+					y[i] = 500*mib + r.NormFloat64()*sig/4
+					if i > onset {
+						y[i] += rate * float64(i-onset) * mib
+					}
+				}
+				// The repeated medians alone may read a slope of noise as slowing
+				// (25 of these 1,080 draws); the halves' rises add none.
+				older, newer := sc.repeatedMedian(x[:h], y[:h]), sc.repeatedMedian(x[h:], y[h:])
+				if sc.decelerates(x, y, sig) && !(older > 0 && newer < older/2) {
+					t.Errorf("a leak of %v MiB a block from block %d (draw %d): decelerating by the halves' rises", rate, onset, rep)
+				}
+			}
+		}
+	}
+}
