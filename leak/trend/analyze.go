@@ -1796,22 +1796,12 @@ func endRise(x, y []float64) (rise, span float64) {
 	return rise, (x[n-1]+x[n-k])/2 - (x[k-1]+x[0])/2
 }
 
-// medianSmall is the median of v (at most 16 values) without reordering v or
-// allocating: decelerates runs at every close where the slow rule could apply.
+// medianSmall is the median of v (at most 16 values) without reordering v, on a copy
+// that stays on the stack: decelerates runs at every close where the slow rule could
+// apply, on blocks the caller still reads.
 func medianSmall(v []float64) float64 {
 	var buf [16]float64
-	n := min(len(v), len(buf))
-	for i := range n {
-		j := i
-		for ; j > 0 && buf[j-1] > v[i]; j-- {
-			buf[j] = buf[j-1]
-		}
-		buf[j] = v[i]
-	}
-	if n%2 == 1 {
-		return buf[n/2]
-	}
-	return (buf[n/2-1] + buf[n/2]) / 2
+	return median(buf[:copy(buf[:], v)])
 }
 
 // signCritical is the smallest number of rises among n changes that a fair coin
