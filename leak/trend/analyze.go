@@ -1759,14 +1759,16 @@ func lastRise(x, y, held []float64, tol float64, recent int64) standstill {
 // of its older half: a cache that fills to a budget slows down as it fills, a leak does
 // not. Each half's pace is read two ways, and either slowing by half counts:
 //   - its repeated-median slope, which a few busy points do not move;
-//   - its rise from end to end (the median of its first and of its last third), by sig or
-//     more in the older half, and more than twice the newer half's by sig. A fill that began part way into the older half leaves most
-//     of that half level before it, and the repeated median reads the fill's steep points
-//     as outliers of that level: its slope was 0, and a cache of 7.7 GiB that filled in
-//     twenty minutes, then crept a GiB more over the next thirty under a collector's
-//     sawtooth, fitted the long window's line at 0.87 and paged on the slow rule for 20
-//     minutes (x_gc_sawtooth_cache_fill seed 12, and seeds 2 and 16 likewise). A leak
-//     that began in the older half rises more in the newer one, which has it throughout.
+//   - its rise from end to end (the median of its first third to that of its last): the
+//     older half rose by sig or more, and by more than twice the newer half's rise (at
+//     the older half's span) plus sig. A fill that began part way into the older half
+//     leaves most of that half level before it, and the repeated median reads the fill's
+//     steep points as outliers of that level: its slope was 0, and a cache of 7.5 GiB
+//     that filled in twenty minutes, then crept 0.7 GiB more over the next 35 under a
+//     collector's sawtooth, fitted the long window's line at 0.87 and paged on the slow
+//     rule for 20 minutes (x_gc_sawtooth_cache_fill seed 12, and seeds 2 and 16
+//     likewise). A leak that began in the older half rises more in the newer one, which
+//     has it throughout.
 func (s *scratch) decelerates(x, y []float64, sig float64) bool {
 	h := len(x) / 2
 	if h < minPoints/2+1 {
