@@ -594,6 +594,15 @@ func TestFillBendsSeeds(t *testing.T) {
 	quietSeeds(t, "load_diurnal", 38)
 }
 
+// TestProbationEndsOnALine: a process that pushes nothing, its NVML used floor stepping
+// up soon after a flat warm-up (stair_used_only seed 6087, held out in round 37): the short
+// rule took the steps for a rise, a young process's staircase waited its probation of a
+// short window, kept meanwhile at the hysteresis level (fit 0.80), and paged at its end
+// for a minute. At probation's end the rise must still qualify as growth does to start.
+func TestProbationEndsOnALine(t *testing.T) {
+	quietSeeds(t, "stair_used_only", 6087)
+}
+
 // TestExcursionPaceAtGiveBack: a fast leak under a collector's sawtooth on a busy server
 // must rise faster than the ramps the series gave back (trend's back) to page on a roomy
 // GPU. Two busy buckets in a row part way up a ramp left one fitted point 350 MiB above
