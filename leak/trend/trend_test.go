@@ -601,6 +601,29 @@ func TestBoundedStaircase(t *testing.T) {
 	}
 }
 
+// TestProbationEndsOnALine: a cache that loads adapters ever more rarely after a flat
+// warm-up (97 MiB at minutes 15, 19, 22, 27, 31, 41, 53 and 65) is a young process's
+// staircase on probation. Kept meanwhile at the hysteresis level, it paged at
+// probation's end (34m, fit 0.88), where its window no longer qualified to start growth.
+// At that close the rise must still qualify as growth does to start; this one never
+// does again, and is steady. Its twin, the same steps every four minutes for good, is
+// still a leak.
+func TestProbationEndsOnALine(t *testing.T) {
+	at := []time.Duration{15*time.Minute + 25*time.Second, 19*time.Minute + 16*time.Second, 22*time.Minute + 31*time.Second,
+		26*time.Minute + 36*time.Second, 30*time.Minute + 45*time.Second, 40*time.Minute + 42*time.Second,
+		52*time.Minute + 47*time.Second, 64*time.Minute + 56*time.Second}
+	rarer := stairs(1024*mib, 96.9*mib, at...)
+	r := scenario{d: 90 * time.Minute, alloc: rarer, reserved: func(el time.Duration) float64 { return rarer(el) + 512*mib }}.run(t)
+	if a := r.alerted(0); a >= 0 {
+		t.Errorf("steps ever rarer after the warm-up paged at %s:%s", a, r)
+	}
+	forever := stairs(1024*mib, 96.9*mib, every(15*time.Minute, 90*time.Minute, 4*time.Minute)...)
+	r = scenario{d: 90 * time.Minute, alloc: forever, reserved: func(el time.Duration) float64 { return forever(el) + 512*mib }}.run(t)
+	if a := r.alerted(0); a < 0 || a > 45*time.Minute {
+		t.Errorf("the same steps every four minutes: first alert at %s, want by minute 45:%s", a, r)
+	}
+}
+
 // TestVerdictReleases: once growth stops, the verdict is steady again within about one
 // short window (the old long-window hysteresis kept leak for over an hour).
 func TestVerdictReleases(t *testing.T) {
