@@ -1798,11 +1798,15 @@ func endRise(x, y []float64) (rise, span float64) {
 	return rise, (x[n-1]+x[n-k])/2 - (x[k-1]+x[0])/2
 }
 
-// medianSmall is the median of v (at most 16 values) without reordering v, on a copy
-// that stays on the stack: decelerates runs at every close where the slow rule could
-// apply, on blocks the caller still reads.
+// medianSmall is the median of v without reordering v, on a copy that stays on the
+// stack: decelerates runs at every close where the slow rule could apply, on the long
+// window's blocks (at most longBlocks), which the caller still reads. A longer v is
+// copied to the heap rather than cut short.
 func medianSmall(v []float64) float64 {
-	var buf [16]float64
+	var buf [longBlocks]float64
+	if len(v) > len(buf) {
+		return median(slices.Clone(v))
+	}
 	return median(buf[:copy(buf[:], v)])
 }
 

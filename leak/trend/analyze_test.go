@@ -516,3 +516,22 @@ func TestDeceleratesAfterLevel(t *testing.T) {
 	}
 	t.Logf("the repeated medians alone read %d of the leaks' draws as slowing", robust)
 }
+
+// medianSmall leaves its input as it was, and reads every value however many there are:
+// a stack buffer shorter than v must not cut the median short.
+func TestMedianSmall(t *testing.T) {
+	for _, n := range []int{1, 2, 5, longBlocks, longBlocks + 1, 3 * longBlocks} {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = float64(n - i) // descending: 1..n reversed
+		}
+		orig := slices.Clone(v)
+		want := float64(n+1) / 2
+		if got := medianSmall(v); got != want {
+			t.Errorf("median of 1..%d: got %v, want %v", n, got, want)
+		}
+		if !slices.Equal(v, orig) {
+			t.Errorf("n=%d: medianSmall reordered its input", n)
+		}
+	}
+}
