@@ -367,5 +367,57 @@ func Stress() []Class {
 	add("load_diurnal_small", "load_diurnal's traffic with requests of 10–40 MiB, sampled every 1–2 s", false, small)
 	add("load_diurnal_small_leak", "the same over a leak of 2–20 MiB/min from 10 min before the climb to half way up it", true,
 		func(r *rand.Rand, s *Spec) { small(r, s); leakInClimb(r, s) })
+	// Round 39's probe: a cache that is cleared part way through the process's life (an
+	// adapter registry reloaded, engines rebuilt after a config push) and fills again in
+	// steps, as it did after the start: the refill comes long after the warm-up and loads
+	// 70–100 % of the same items again, up to a level the process has held before.
+	refill := func(col Column, sizeLo, sizeHi float64, pattern string) func(r *rand.Rand, s *Spec) {
+		return func(r *rand.Rand, s *Spec) {
+			n, span, start := 6+r.IntN(19), minutes(uniform(r, 15, 30)), minutes(uniform(r, 1, 5))
+			first := staircase(r, col, n, start, span, uniform(r, sizeLo, sizeHi), 0.1, pattern)
+			s.Steps = append(s.Steps, first...)
+			end, held := start+span, 0.0
+			for _, st := range first {
+				held += st.Size
+			}
+			for at := end + minutes(uniform(r, 30, 90)); at < s.Duration-minutes(30); at = end + minutes(uniform(r, 30, 90)) {
+				s.Steps = append(s.Steps, Step{At: at, Size: -held, Col: col})
+				k := max(1, int(math.Round(float64(n)*uniform(r, 0.7, 1))))
+				start, span = at+minutes(uniform(r, 0.5, 3)), minutes(uniform(r, 15, 30))
+				again := staircase(r, col, k, start, span, 1, 0, pattern)
+				order := r.Perm(n)
+				held = 0
+				for i := range again {
+					again[i].Size = first[order[i]].Size
+					held += again[i].Size
+				}
+				s.Steps, end = append(s.Steps, again...), start+span
+			}
+			slices.SortFunc(s.Steps, func(a, b Step) int { return int(a.At - b.At) })
+		}
+	}
+	add("cache_refill", "stair_adapters' fill (6–24 adapters of 16–256 MiB over 15–30 min), cleared 30–90 min after it ends and 70–100 % of them loaded again over 15–30 min, until the trace's last half hour", false,
+		refill(ColAllocated, 16, 256, "on_demand"))
+	add("cache_refill_unattributed", "the same for engines outside the allocator (6–24 contexts of 64–512 MiB, rebuilt one by one after each clear)", false,
+		refill(ColUnattributed, 64, 512, "regular"))
+	// Their twins: a leak that starts after the first clear, where the floors the
+	// window reads fell a long way from a level held for most of an hour.
+	afterClear := func(base func(r *rand.Rand, s *Spec), kind LeakKind) func(r *rand.Rand, s *Spec) {
+		return func(r *rand.Rand, s *Spec) {
+			base(r, s)
+			clear := s.Duration
+			for _, st := range s.Steps {
+				if st.Size < 0 {
+					clear = st.At
+					break
+				}
+			}
+			s.Leak, s.Rate, s.Onset = kind, uniform(r, 2, 30), clear+minutes(uniform(r, 5, 40))
+		}
+	}
+	add("cache_refill_leak", "the same refills over a leak of 2–30 MiB/min from 5–40 min after the first clear", true,
+		afterClear(refill(ColAllocated, 16, 256, "on_demand"), LinearLeak))
+	add("cache_refill_unattributed_leak", "the same rebuilt engines over a leak outside the allocator of 2–30 MiB/min from 5–40 min after the first clear", true,
+		afterClear(refill(ColUnattributed, 64, 512, "regular"), UnattributedLeak))
 	return out
 }

@@ -136,6 +136,10 @@ type view struct {
 	// sawRamp: the newest rise is the next ramp of a sawtooth the series showed (see
 	// sawCycles.ramp): a collector's cycle, judged on its troughs when it comes back.
 	sawRamp bool
+	// held: the highest level the floors held for a whole short window within the long
+	// window and then fell from (see plateaus); level: the least of the newest
+	// fastBuckets fitted floors. A level under held + sig is a refill (see judge).
+	held, level float64
 	// floor: the newest floor itself (not the envelope's); fell: on a series that
 	// showed a collector's sawtooth (see sawCycles), within the short window a
 	// bucket's floor fell by sig below the one before's: a collection. (On any series,
@@ -240,8 +244,19 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	var saw sawCycles
 	sc.tr = sc.tr[:0]
 	fromFirst := int64(xs[0])+h.last == h.first // the window reaches the process's first bucket
+	// A fall from a level held for a short window is no give-back: the series stood
+	// there and left it (a cache cleared, an engine torn down), as a step down, not the
+	// end of a cycle it repeats. Read as an excursion, it made the envelope as wide as
+	// the level was long (an hour or more), blind to a leak after it until the level left
+	// the long window (vram_eval -stress, x_cache_refill_leak: 63 of 100 missed, 72
+	// minutes at the median).
+	sc.pc = growInt(&sc.pc, n+1)
+	v.held = plateaus(xs, ps, ns, v.sig, &sc.dq, &sc.dq2, sc.pc)
 	for j := 1; j < n; j++ {
 		k, top, gave := gaveBack(ps, j, v.sig, fromFirst)
+		if gave && heldBetween(xs, sc.pc, ns, k, j) {
+			gave = false
+		}
 		if gave {
 			prevDrop := saw.drop
 			saw.drop = j
@@ -311,6 +326,10 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	env := grow(&sc.env, n)
 	slidingMin(xs, ps, v.w, env, &sc.dq)
 	v.newest = env[n-1]
+	v.level = ps[n-1]
+	for i := n - 2; i >= 0 && i >= n-fastBuckets; i-- {
+		v.level = math.Min(v.level, ps[i])
+	}
 
 	// The floors' own fits, exported: the short window, and the long window in blocks.
 	lo := n - inShort
@@ -1641,6 +1660,55 @@ func slidingMin(xs, ys []float64, w int64, env []float64, dq *[]int) {
 		env[i] = ys[q[0]]
 	}
 	*dq = q[:0]
+}
+
+// plateaus marks the windows of w buckets over which the floors (xs, ys) stayed within
+// tol of each other, a level the series held (not a ramp's stretch nor a burst's top):
+// pc[i+1] counts those that end at or before point i. It returns held, the highest
+// such level (a window's least floor) that a later floor fell below by more than tol,
+// -Inf where none did: a cache cleared and filled again climbs back to it, a leak
+// passes every level it held.
+func plateaus(xs, ys []float64, w int64, tol float64, qmin, qmax *[]int, pc []int) (held float64) {
+	best := math.Inf(-1)
+	held = best
+	lo, hi := (*qmin)[:0], (*qmax)[:0]
+	pc[0] = 0
+	for i := range xs {
+		if ys[i] < best-tol {
+			held = math.Max(held, best)
+		}
+		for len(lo) > 0 && ys[lo[len(lo)-1]] >= ys[i] {
+			lo = lo[:len(lo)-1]
+		}
+		for len(hi) > 0 && ys[hi[len(hi)-1]] <= ys[i] {
+			hi = hi[:len(hi)-1]
+		}
+		lo, hi = append(lo, i), append(hi, i)
+		for xs[lo[0]] <= xs[i]-float64(w) {
+			lo = lo[1:]
+		}
+		for xs[hi[0]] <= xs[i]-float64(w) {
+			hi = hi[1:]
+		}
+		pc[i+1] = pc[i]
+		if xs[i]-xs[0] >= float64(w-1) && ys[hi[0]]-ys[lo[0]] <= tol {
+			best = math.Max(best, ys[lo[0]])
+			pc[i+1]++
+		}
+	}
+	*qmin, *qmax = lo[:0], hi[:0]
+	return held
+}
+
+// heldBetween says whether a plateau of w buckets (see plateaus) lies wholly after point
+// k (-1: before the first) and ends before point j.
+func heldBetween(xs []float64, pc []int, w int64, k, j int) bool {
+	from := xs[0] - 1
+	if k >= 0 {
+		from = xs[k]
+	}
+	i0, _ := slices.BinarySearch(xs, from+float64(w))
+	return i0 < j && pc[j] > pc[i0]
 }
 
 // blocks aggregates (xs, ys) into at most maxPoints blocks of equal bucket width, each

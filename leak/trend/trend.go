@@ -496,6 +496,7 @@ type analysisScratch struct {
 	scratch
 	x, p, f, d, env, bx, by, jx, jy, held []float64
 	dq                                    []int
+	dq2, pc                               []int
 	tr                                    []int
 }
 
@@ -803,6 +804,13 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			}
 		}
 		left := max(need-now.Sub(g.since), 0)
+		if v := &views[c]; !g.paged && v.level < v.held+v.sig && !urgent(v) && !filling(v) {
+			// A refill: the floors climb back to a level they held for a short window
+			// within the long window and fell from (a cache cleared and filled again, an
+			// engine rebuilt). Growth is what passes it; until then it waits a bucket at
+			// a time, unless the GPU is about to run out.
+			left, why = max(left, cfg.Bucket), "floors climbing back to a level they held for a short window before they fell from it are a cache filling again, not growth yet"
+		}
 		// Probation ends on a line: the staircase kept going for its short window, kept
 		// meanwhile at the hysteresis level (see track), and must still qualify as growth
 		// does to start where it would page; until then it waits a bucket at a time, and

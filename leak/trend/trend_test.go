@@ -624,6 +624,47 @@ func TestProbationEndsOnALine(t *testing.T) {
 	}
 }
 
+// TestRefillIsNotGrowth: engines outside the allocator rebuilt one by one after a
+// clear, long after the warm-up, climb back at 170 MiB/min to the level they held for
+// fifty minutes; that is a cache filling again, quiet (it paged at once before round 39:
+// vram_eval -stress, x_cache_refill_unattributed, 5 of 100). Its twin keeps creating
+// contexts past that level: a leak, paged once it passes it.
+func TestRefillIsNotGrowth(t *testing.T) {
+	fill := every(2*time.Minute, 20*time.Minute, 90*time.Second)
+	refill := every(72*time.Minute, 90*time.Minute, 90*time.Second)
+	contexts := func(at []time.Duration, cleared time.Duration) func(time.Duration) float64 {
+		f := stairs(600*mib, 256*mib, at...)
+		return func(el time.Duration) float64 {
+			if el >= cleared {
+				return f(el) - float64(len(fill))*256*mib
+			}
+			return f(el)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []time.Duration
+		leak  bool
+	}{
+		{"the same contexts rebuilt", append(fill, refill...), false},
+		{"contexts created past the old level", append(fill, every(72*time.Minute, 150*time.Minute, 90*time.Second)...), true},
+	} {
+		un := contexts(tc.steps, 70*time.Minute)
+		r := scenario{d: 150 * time.Minute,
+			alloc:    func(time.Duration) float64 { return 1024 * mib },
+			reserved: func(time.Duration) float64 { return 1536 * mib },
+			used:     func(el time.Duration) float64 { return 1536*mib + un(el) },
+		}.run(t)
+		a := r.alerted(0)
+		switch {
+		case !tc.leak && a >= 0:
+			t.Errorf("%s: paged at %s:%s", tc.name, a, r)
+		case tc.leak && (a < 90*time.Minute || a > 100*time.Minute):
+			t.Errorf("%s: first alert at %s, want once past the old level (minute 90) and by minute 100:%s", tc.name, a, r)
+		}
+	}
+}
+
 // TestVerdictReleases: once growth stops, the verdict is steady again within about one
 // short window (the old long-window hysteresis kept leak for over an hour).
 func TestVerdictReleases(t *testing.T) {
