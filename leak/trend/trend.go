@@ -809,7 +809,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			}
 		}
 		left := max(need-now.Sub(g.since), 0)
-		if v := &views[c]; !g.paged && v.level < v.held+v.sig && !urgent(v) && !filling(v) {
+		if v := &views[c]; !g.paged && !g.line && v.level < v.held+v.sig && !urgent(v) && !filling(v) {
 			// A refill: the floors climb back to a level they held for a short window
 			// within the long window and fell from (a cache cleared and filled again, an
 			// engine rebuilt). Growth is what passes it; until then it waits a bucket at
