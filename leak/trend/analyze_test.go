@@ -535,3 +535,64 @@ func TestMedianSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestPlateaus: a level held for a whole window and then left is found as held, with
+// the windows that held it; a ramp, a burst shorter than the window and a level not yet
+// fallen from are not.
+func TestPlateaus(t *testing.T) {
+	const w = 10
+	series := func(f func(i int) float64, n int) (xs, ys []float64) {
+		for i := range n {
+			xs, ys = append(xs, float64(i-n+1)), append(ys, f(i))
+		}
+		return xs, ys
+	}
+	var qmin, qmax []int
+	held := func(xs, ys []float64) (float64, []int) {
+		pc := make([]int, len(xs)+1)
+		return plateaus(xs, ys, w, 5, &qmin, &qmax, pc), pc
+	}
+	// 20 points at 100, then 30 at 1100 (±2), then a fall to 300 and a climb back.
+	xs, ys := series(func(i int) float64 {
+		switch {
+		case i < 20:
+			return 100
+		case i < 50:
+			return 1100 + float64(i%3-1)*2
+		default:
+			return 300 + 40*float64(i-50)
+		}
+	}, 70)
+	h, pc := held(xs, ys)
+	if h != 1098 {
+		t.Errorf("held %v after a fall from 1100±2 held for 30 points, want 1098 (its least floor)", h)
+	}
+	if !heldBetween(xs, pc, w, 19, 50) {
+		t.Error("the level held from point 20 to 49 is not found between them")
+	}
+	if heldBetween(xs, pc, w, 45, 50) || heldBetween(xs, pc, w, -1, 9) {
+		t.Error("a plateau found in a stretch shorter than the window")
+	}
+	if !heldBetween(xs, pc, w, -1, 15) {
+		t.Error("the first level, held from the first point, not found")
+	}
+	// A ramp, and a burst of 8 points at +500, never fall from a held level.
+	xs, ys = series(func(i int) float64 { return 100 + 20*float64(i) }, 60)
+	if h, _ := held(xs, ys); !math.IsInf(h, -1) {
+		t.Errorf("held %v on a ramp", h)
+	}
+	xs, ys = series(func(i int) float64 {
+		if i >= 30 && i < 38 {
+			return 600
+		}
+		return 100
+	}, 60)
+	if h, _ := held(xs, ys); !math.IsInf(h, -1) {
+		t.Errorf("held %v around a burst shorter than the window", h)
+	}
+	// A level still held (no fall yet) is not held.
+	xs, ys = series(func(i int) float64 { return 100 + 1000*float64(min(i/20, 1)) }, 60)
+	if h, _ := held(xs, ys); !math.IsInf(h, -1) {
+		t.Errorf("held %v with no fall", h)
+	}
+}
