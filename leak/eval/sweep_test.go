@@ -194,6 +194,37 @@ func TestAdapterChurnWalks(t *testing.T) {
 	quietSeeds(t, "x_adapter_churn_unattributed", 8, 15, 17)
 }
 
+// TestCacheRefill: a cache cleared part way through the process's life and filled again
+// in steps to the level it held before (round 39's probes). Before, engines outside the
+// allocator rebuilt one by one paged as they came back (x_cache_refill_unattributed seeds
+// 9, 17, 22, 26 and 68), and the fall from the level held read as a give-back as wide as
+// the level was long, which hid a leak after the clear for an hour or more
+// (x_cache_refill_leak seeds 1, 3, 5, 6 and 7, and the same seeds of
+// x_cache_refill_unattributed_leak, never flagged). Quiet, and flagged.
+func TestCacheRefill(t *testing.T) {
+	quietSeeds(t, "x_cache_refill_unattributed", 9, 17, 22, 26, 68)
+	for _, class := range []string{"x_cache_refill_leak", "x_cache_refill_unattributed_leak"} {
+		r := sweepLoad(t, class, []uint64{1, 3, 5, 6, 7}, false)
+		if r.Missed > 0 || r.FalseAlarms > 0 || quantile(r.Delays, 1) > 30*time.Minute {
+			t.Errorf("%s seeds 1 3 5 6 7: %d missed (seeds %v), %d early, slowest %s; want all flagged within 30 minutes of the onset",
+				class, r.Missed, r.MissedSeeds, r.FalseAlarms, fmtDur(quantile(r.Delays, 1)))
+		}
+	}
+}
+
+// TestNearFullYoungStaircase: a leak of 238 MiB/min on a nearly full GPU, sampled every
+// 10 s, whose floors climb unevenly (buckets of three samples, some with no idle
+// moment) so that the fast rule never sees three rising buckets in a row; the short rule
+// took it 12 minutes after a late warm-up's end, in probation, which held it until the
+// out-of-memory error (fast_leak_near_full seed 10006, held out in round 39: never
+// flagged, no forecast). Flagged with the forecast before the OOM.
+func TestNearFullYoungStaircase(t *testing.T) {
+	r := sweepOne(t, "fast_leak_near_full", 10006)
+	if r.Missed > 0 || r.NoLead > 0 || len(r.Leads) == 0 || quantile(r.Leads, 0) < time.Minute {
+		t.Errorf("fast_leak_near_full seed 10006: %d missed, forecast leads %v (%d without), want flagged and forecast a minute or more before the OOM", r.Missed, r.Leads, r.NoLead)
+	}
+}
+
 // quietSeeds asserts that none of class's seeds raises a false leak or
 // unattributed_growth verdict, without the client's counts.
 func quietSeeds(t *testing.T, class string, seeds ...uint64) {
