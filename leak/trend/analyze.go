@@ -1679,28 +1679,32 @@ func slidingMin(xs, ys []float64, w int64, env []float64, dq *[]int) {
 func plateaus(xs, ys []float64, w int64, tol float64, qmin, qmax *[]int, pc []int) (held float64) {
 	best := math.Inf(-1)
 	held = best
+	// Monotone queues of point indices, their heads at ql and qh: popping from the front
+	// by moving a head, not by reslicing, keeps the buffers' capacity for the next close
+	// (a resliced front loses it, and the next append allocates).
 	lo, hi := (*qmin)[:0], (*qmax)[:0]
+	ql, qh := 0, 0
 	pc[0] = 0
 	for i := range xs {
 		if ys[i] < best-tol {
 			held = math.Max(held, best)
 		}
-		for len(lo) > 0 && ys[lo[len(lo)-1]] >= ys[i] {
+		for len(lo) > ql && ys[lo[len(lo)-1]] >= ys[i] {
 			lo = lo[:len(lo)-1]
 		}
-		for len(hi) > 0 && ys[hi[len(hi)-1]] <= ys[i] {
+		for len(hi) > qh && ys[hi[len(hi)-1]] <= ys[i] {
 			hi = hi[:len(hi)-1]
 		}
 		lo, hi = append(lo, i), append(hi, i)
-		for xs[lo[0]] <= xs[i]-float64(w) {
-			lo = lo[1:]
+		for xs[lo[ql]] <= xs[i]-float64(w) {
+			ql++
 		}
-		for xs[hi[0]] <= xs[i]-float64(w) {
-			hi = hi[1:]
+		for xs[hi[qh]] <= xs[i]-float64(w) {
+			qh++
 		}
 		pc[i+1] = pc[i]
-		if xs[i]-xs[0] >= float64(w-1) && ys[hi[0]]-ys[lo[0]] <= tol {
-			best = math.Max(best, ys[lo[0]])
+		if xs[i]-xs[0] >= float64(w-1) && ys[hi[qh]]-ys[lo[ql]] <= tol {
+			best = math.Max(best, ys[lo[ql]])
 			pc[i+1]++
 		}
 	}
