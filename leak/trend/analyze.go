@@ -257,7 +257,7 @@ func (e *Engine) analyze(h *history, c int, since int64, coarse, needSmooth, ear
 	// (x_adapter_churn*, seeds 1–100: 22 false verdicts of 300 before, 29 where any such
 	// fall counted, 21 at half the height, 20 at a quarter; seeds 10001–10100, held out:
 	// 24, 29 at half, 23 at a quarter).
-	sc.pc = growInt(&sc.pc, n+1)
+	sc.pc = grow(&sc.pc, n+1)
 	v.held = plateaus(xs, ps, ns, v.sig, &sc.dq, &sc.dq2, sc.pc)
 	lowFloor := slices.Min(ps)
 	for j := 1; j < n; j++ {

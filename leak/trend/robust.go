@@ -92,16 +92,9 @@ type scratch struct {
 	qx, qy  []float64 // bends' floors near their robust line
 }
 
-func growInt(buf *[]int, n int) []int {
+func grow[T any](buf *[]T, n int) []T {
 	if cap(*buf) < n {
-		*buf = make([]int, n, 2*n)
-	}
-	return (*buf)[:n]
-}
-
-func grow(buf *[]float64, n int) []float64 {
-	if cap(*buf) < n {
-		*buf = make([]float64, n, 2*n)
+		*buf = make([]T, n, 2*n)
 	}
 	return (*buf)[:n]
 }
