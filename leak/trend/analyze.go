@@ -1656,16 +1656,18 @@ func slidingMin(xs, ys []float64, w int64, env []float64, dq *[]int) {
 		copy(env, ys)
 		return
 	}
-	q := (*dq)[:0]
+	// The deque's head moves instead of its front being resliced away, so the buffer
+	// keeps its capacity for the next close (see plateaus, which shares it).
+	q, head := (*dq)[:0], 0
 	for i := range xs {
-		for len(q) > 0 && ys[q[len(q)-1]] >= ys[i] {
+		for len(q) > head && ys[q[len(q)-1]] >= ys[i] {
 			q = q[:len(q)-1]
 		}
 		q = append(q, i)
-		for xs[q[0]] < xs[i]-float64(w) {
-			q = q[1:]
+		for xs[q[head]] < xs[i]-float64(w) {
+			head++
 		}
-		env[i] = ys[q[0]]
+		env[i] = ys[q[head]]
 	}
 	*dq = q[:0]
 }

@@ -613,4 +613,10 @@ func TestPlateausReusesBuffers(t *testing.T) {
 	if a := testing.AllocsPerRun(20, func() { plateaus(xs, ys, 20, 5, &qmin, &qmax, pc) }); a != 0 {
 		t.Errorf("plateaus allocated %v times a call with its buffers sized", a)
 	}
+	// slidingMin shares plateaus' deque at every close: it must not give back the
+	// capacity either.
+	env := make([]float64, n)
+	if a := testing.AllocsPerRun(20, func() { slidingMin(xs, ys, 20, env, &qmin); plateaus(xs, ys, 20, 5, &qmin, &qmax, pc) }); a != 0 {
+		t.Errorf("slidingMin then plateaus allocated %v times a call", a)
+	}
 }
