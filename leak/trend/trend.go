@@ -769,13 +769,17 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			return -1, ""
 		}
 		need, why := cfg.MinDuration, "the configured min_duration"
+		v := &views[c]
 		isYoung := youngAt(g.since)
-		// Not where the GPU is about to run out, at the pace of the newest buckets or of
-		// the judged window: a staircase that fills it within two short windows must page
-		// before the out-of-memory error, young or not (vram_eval fast_leak_near_full
-		// seed 10006, held out: a leak of 238 MiB/min whose short-rule growth began 12
-		// minutes after a late warm-up, held by probation until the OOM, never flagged).
-		onProbation := isYoung && g.rule == ruleShort && !g.line && !g.paged && !urgent(&views[c]) && !filling(&views[c])
+		// oom: at the pace of the newest buckets or of the judged window the GPU runs out
+		// within urgentWindows short windows. The waits for what is more likely a cache
+		// (probation, a young steep rise, a refill) do not hold then: a rise that fills
+		// the GPU must page before the out-of-memory error, young or not (vram_eval
+		// fast_leak_near_full seed 10006, held out: a leak of 238 MiB/min whose
+		// short-rule growth began 12 minutes after a late warm-up, held by probation
+		// until the OOM, never flagged).
+		oom := urgent(v) || filling(v)
+		onProbation := isYoung && g.rule == ruleShort && !g.line && !g.paged && !oom
 		if onProbation {
 			// Probation: a young process whose floors go up in steps again soon after
 			// its warm-up ended is more likely still filling its caches (an adapter
@@ -785,11 +789,9 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 				need, why = d, "floors that step up again in "+young(g.since)+" are more likely caches still filling"
 			}
 		}
-		if v := &views[c]; isYoung && g.steep && (g.rule == ruleShort || g.roomy) && !urgent(v) && !filling(v) {
-			// A young process's steep rise on a GPU with room (see youngHold). Urgency
-			// does not wait: at the pace of its newest buckets or of the judged window
-			// the GPU runs out within two short windows (and the urgent fast rule takes
-			// over where it can, see track).
+		if isYoung && g.steep && (g.rule == ruleShort || g.roomy) && !oom {
+			// A young process's steep rise on a GPU with room (see youngHold; the urgent
+			// fast rule takes over where it can, see track).
 			if d := time.Duration(youngHold * float64(cfg.ShortWindow)); d > need {
 				need, why = d, "a steep rise in "+young(g.since)+" is more likely a cache filling as traffic first arrives, which slows down"
 			}
@@ -809,11 +811,11 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 			}
 		}
 		left := max(need-now.Sub(g.since), 0)
-		if v := &views[c]; !g.paged && (!g.line || g.steep) && v.level < v.held+v.sig && !urgent(v) && !filling(v) {
+		if !g.paged && (!g.line || g.steep) && v.level < v.held+v.sig && !oom {
 			// A refill: the floors climb back to a level they held for a short window
 			// within the long window and fell from (a cache cleared and filled again, an
 			// engine rebuilt). Growth is what passes it; until then it waits a bucket at
-			// a time, unless the GPU is about to run out. A line under FastRate does not
+			// a time. A line under FastRate does not
 			// wait: a leak after the clear rises in most buckets, a refill of adapters or
 			// engines in steps (x_cache_refill_leak: 15 of 100 missed where lines waited
 			// too, 3 now). A steep line still waits: a refill of many adapters loaded
@@ -829,7 +831,7 @@ func (e *Engine) judge(p *process, uuid string, now time.Time) {
 		// process pushing nothing whose NVML used floor stepped up after its warm-up paged
 		// for a minute at fit 0.80 at probation's end (vram_eval, stair_used_only seed
 		// 6087, held out). Once paged it is kept as before, so a verdict does not flap.
-		if v := &views[c]; left == 0 && onProbation && !g.paged && !e.qualifies(v.judge) && !(g.early && e.qualifies(v.half)) && !(g.rest && e.qualifies(v.atRest)) {
+		if left == 0 && onProbation && !e.qualifies(v.judge) && !(g.early && e.qualifies(v.half)) && !(g.rest && e.qualifies(v.atRest)) {
 			left, why = cfg.Bucket, "floors that stepped up in "+young(g.since)+" must still rise as a line when its probation ends"
 		}
 		return left, why
